@@ -1,0 +1,1 @@
+"""scanbench's measurement engine: knows nothing about any particular workload."""

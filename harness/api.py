@@ -1,0 +1,225 @@
+"""The public vocabulary of scanbench: Size, Strategy, Backend, Scenario, Record, errors.
+
+A *scenario* is a workload (inputs, a reference answer, a correctness check, units of
+work) plus a plain dict of *backends*: interchangeable ways to compute the same answer.
+A backend is data plus two functions: ``prepare(inputs, size)`` (untimed: device
+placement, compilation) and ``run(prepared)`` (timed; returns only when the result is
+ready). Users bring their own workloads by writing a Python file that defines
+``SCENARIO = Scenario(...)`` and passing it to ``scanbench run --scenario-file``.
+
+Example:
+    >>> from harness.api import Backend, Strategy
+    >>> double = Backend(
+    ...     name="numpy-double", strategy=Strategy.SEQUENTIAL, engine="numpy",
+    ...     prepare=lambda inputs, size: inputs, run=lambda x: 2 * x,
+    ... )
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+class HarnessError(Exception):
+    """Base class of every error scanbench raises on purpose (the CLI prints one line)."""
+
+
+class UnknownNameError(HarnessError, ValueError):
+    """A name (scenario, backend, size, dtype, ...) that is not one of the allowed values."""
+
+    def __init__(self, field: str, value: str, choices: list[str] | tuple[str, ...], where=""):
+        self.field, self.value, self.choices = field, value, tuple(choices)
+        scope = f" for {where}" if where else ""
+        super().__init__(
+            f"unknown {field} {value!r}{scope}; choose one of: {', '.join(self.choices)}"
+        )
+
+
+class InputError(HarnessError, ValueError):
+    """A parameter value outside its allowed range."""
+
+
+class MismatchError(HarnessError):
+    """A backend's output disagrees with the scenario's reference answer."""
+
+    def __init__(self, message: str, max_error: float, tolerance: float):
+        self.max_error, self.tolerance = max_error, tolerance
+        super().__init__(f"{message} (max error {max_error:.3e} > tolerance {tolerance:.1e})")
+
+
+class StoreError(HarnessError):
+    """A results file that cannot be read: missing, malformed, or of another schema."""
+
+
+class Strategy(enum.StrEnum):
+    """How a backend organises the loop; the axis scanbench is about."""
+
+    SEQUENTIAL = "sequential"  # Python loop, one call per item (the real-world pattern)
+    VMAPPED = "vmapped"  # one jitted call over the batch per step
+    SCANNED = "scanned"  # the whole loop inside one jitted lax.scan
+    NUMBA = "numba"  # CPU reference compiled by Numba
+    LIBRARY = "library"  # a well-kept library's own solver
+    SHARDED = "sharded"  # the batch split over devices with jax.sharding
+
+
+DTYPES = ("float32", "float64")
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """A named, frozen set of workload parameters (``size["batch"]``)."""
+
+    name: str
+    params: Mapping[str, Any]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", types.MappingProxyType(dict(self.params)))
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self.params[key]
+        except KeyError:
+            raise UnknownNameError("size parameter", key, sorted(self.params), self.name) from None
+
+
+def _identity(output: Any) -> Any:
+    return output
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """One way to compute a scenario's answer.
+
+    Attributes:
+        name: the CLI name, unique within its scenario.
+        strategy: which loop organisation it represents.
+        engine: what executes it: ``jax``, ``numpy``, ``numba`` or ``scipy``.
+        prepare: ``prepare(inputs, size) -> prepared``; untimed (placement, compile).
+        run: ``run(prepared) -> output``; timed; must return a ready result.
+        description: one line for ``scanbench list`` and the reports.
+        to_reference: untimed conversion of the output to the reference's layout (e.g. a
+            time-major result transposed back); identity by default.
+        sizes: size names this backend runs at; ``None`` means all. At other sizes the
+            runner stores a *skipped* record carrying ``skip_reason``.
+        skip_reason: why the backend does not run at the other sizes.
+    """
+
+    name: str
+    strategy: Strategy
+    engine: str
+    prepare: Callable[[Any, Size], Any]
+    run: Callable[[Any], Any]
+    description: str = ""
+    to_reference: Callable[[Any], Any] = _identity
+    sizes: frozenset[str] | None = None
+    skip_reason: str = ""
+
+    def runs_at(self, size_name: str) -> bool:
+        return self.sizes is None or size_name in self.sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """A workload and its interchangeable backends.
+
+    Attributes:
+        name: the CLI name.
+        description: one line.
+        sizes: named sizes; must contain ``smoke`` and ``default``.
+        make_inputs: ``make_inputs(size, seed, dtype) -> host pytree`` (NumPy arrays).
+        reference: ``reference(inputs) -> expected`` computed independently of backends.
+        check: ``check(output, expected, dtype) -> max_error``; raises MismatchError.
+        work: ``work(size, dtype) -> {unit: amount}`` per call, e.g. ``systems``, ``bytes``.
+        backends: the backends, keyed by name (the CLI choices), in display order.
+        throughput_unit: the key of ``work`` that throughput is reported in.
+        dtypes: the dtypes this scenario supports; the first is the default.
+    """
+
+    name: str
+    description: str
+    sizes: Mapping[str, Size]
+    make_inputs: Callable[[Size, int, str], Any]
+    reference: Callable[[Any], Any]
+    check: Callable[[Any, Any, str], float]
+    work: Callable[[Size, str], Mapping[str, float]]
+    backends: Mapping[str, Backend]
+    throughput_unit: str
+    dtypes: tuple[str, ...] = ("float64", "float32")
+
+    def __post_init__(self) -> None:
+        for required in ("smoke", "default"):
+            if required not in self.sizes:
+                raise InputError(f"scenario {self.name!r} must define a {required!r} size")
+        for key, backend in self.backends.items():
+            if key != backend.name:
+                raise InputError(f"backend registered as {key!r} is named {backend.name!r}")
+        unknown = set(self.dtypes) - set(DTYPES)
+        if unknown:
+            raise UnknownNameError("dtype", sorted(unknown)[0], DTYPES, self.name)
+
+    def size(self, name: str) -> Size:
+        if name not in self.sizes:
+            raise UnknownNameError("size", name, list(self.sizes), f"scenario {self.name!r}")
+        return self.sizes[name]
+
+    def backend(self, name: str) -> Backend:
+        if name not in self.backends:
+            raise UnknownNameError("backend", name, list(self.backends), f"scenario {self.name!r}")
+        return self.backends[name]
+
+
+STATUSES = ("ok", "failed", "skipped")
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """The stored result of one cell (scenario x backend x size x dtype)."""
+
+    scenario: str
+    backend: str
+    strategy: str
+    engine: str
+    size: str
+    dtype: str
+    seed: int
+    status: str
+    error: str | None = None
+    device: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    size_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    work: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    prepare_s: float | None = None
+    first_call_s: float | None = None
+    samples_s: tuple[float, ...] = ()
+    stats: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    max_error: float | None = None
+    x64: bool | None = None
+    wall_s: float | None = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise UnknownNameError("status", self.status, STATUSES)
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["samples_s"] = list(self.samples_s)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise StoreError(f"record has unknown fields: {', '.join(sorted(unknown))}")
+        missing = {"scenario", "backend", "strategy", "engine", "size", "dtype", "seed", "status"}
+        missing -= set(data)
+        if missing:
+            raise StoreError(f"record lacks fields: {', '.join(sorted(missing))}")
+        fields = dict(data)
+        fields["samples_s"] = tuple(fields.get("samples_s", ()))
+        return cls(**fields)

@@ -1,0 +1,183 @@
+"""``scanbench list | run | report``.
+
+Every error of scanbench's own (unknown names, bad values, unreadable results files) is
+printed as one line on stderr with exit code 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.api import DTYPES, HarnessError, InputError
+from harness.registry import SCENARIOS, get_scenario, load_scenario_file, select
+from harness.store import Run, load_run, write_run
+from harness.timing import TimingConfig
+
+
+def _positive(kind: type, name: str):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scanbench",
+        description="Run JAX workloads through interchangeable evaluator backends and "
+        "report time, throughput and where the time goes.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    listing = commands.add_parser("list", help="scenarios, their backends and sizes")
+    listing.add_argument("--scenario-file", help="also list the SCENARIO in this file")
+
+    run = commands.add_parser("run", help="run cells and store a results JSON file")
+    run.add_argument("--scenario", action="append", default=[], help="repeatable; default all")
+    run.add_argument("--scenario-file", help="a Python file defining SCENARIO (your workload)")
+    run.add_argument("--backend", action="append", default=[], help="repeatable; default all")
+    run.add_argument("--size", default="default", help="size name (default: default)")
+    run.add_argument("--dtype", help=f"one of {', '.join(DTYPES)}; default per scenario")
+    run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    run.add_argument(
+        "--min-time",
+        type=_positive(float, "--min-time"),
+        default=1.0,
+        help="minimum total timed seconds per cell (default 1.0)",
+    )
+    run.add_argument(
+        "--min-count",
+        type=_positive(int, "--min-count"),
+        default=5,
+        help="minimum timed calls per cell (default 5)",
+    )
+    run.add_argument("--warmup", type=int, default=1, help="untimed warm-up calls (default 1)")
+    run.add_argument(
+        "--timeout",
+        type=_positive(float, "--timeout"),
+        default=1800.0,
+        help="seconds before a cell's worker is killed (default 1800)",
+    )
+    run.add_argument("--out", help="results JSON path (default results/run-<time>.json)")
+    run.add_argument("--md", help="also write the markdown report to this path")
+    run.add_argument("--quiet", action="store_true", help="do not print the markdown table")
+
+    report = commands.add_parser("report", help="render stored results (never re-runs)")
+    report.add_argument("results", nargs="+", help="results JSON files")
+    report.add_argument("--md", help="write markdown here (default: print it)")
+    return parser
+
+
+def _list(args: argparse.Namespace) -> int:
+    scenarios = [loader() for loader in SCENARIOS.values()]
+    if args.scenario_file:
+        scenarios.append(load_scenario_file(args.scenario_file))
+    for scenario in scenarios:
+        print(f"{scenario.name}: {scenario.description}")
+        print(f"  dtypes: {', '.join(scenario.dtypes)} (default {scenario.dtypes[0]})")
+        print("  sizes:")
+        for size in scenario.sizes.values():
+            params = ", ".join(
+                f"{k}={v:_}" if isinstance(v, int) else f"{k}={v}" for k, v in size.params.items()
+            )
+            note = f"  ({size.description})" if size.description else ""
+            print(f"    {size.name:<10} {params}{note}")
+        print("  backends:")
+        for backend in scenario.backends.values():
+            only = f" [only at: {', '.join(sorted(backend.sizes))}]" if backend.sizes else ""
+            print(
+                f"    {backend.name:<32} {backend.strategy!s:<10} {backend.engine:<6} "
+                f"{backend.description}{only}"
+            )
+    return 0
+
+
+def _markdown(runs: list[Run]) -> str:
+    from reports.markdown import render
+
+    units: dict[str, str] = {}
+    for run in runs:
+        units.update(run.invocation.get("throughput_units", {}))
+    return render(runs, units)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.runner import collect_environment, run_cells
+
+    if args.warmup < 0:
+        raise InputError(f"--warmup must be >= 0, got {args.warmup}")
+    cells = select(
+        args.scenario, args.backend, args.size, args.dtype, args.seed, args.scenario_file
+    )
+    timing = TimingConfig(warmup=args.warmup, min_time_s=args.min_time, min_count=args.min_count)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"results/run-{stamp}.json")
+    if out.exists() and out.is_dir():
+        raise InputError(f"--out {str(out)!r} is a directory; give a file path")
+    environment = collect_environment()
+    records = run_cells(cells, timing, args.timeout)
+    units = {
+        cell.scenario: get_scenario(cell.scenario, cell.scenario_file).throughput_unit
+        for cell in cells
+    }
+    invocation = {
+        "argv": sys.argv[1:],
+        "size": args.size,
+        "seed": args.seed,
+        "timing": {
+            "warmup": timing.warmup,
+            "min_time_s": timing.min_time_s,
+            "min_count": timing.min_count,
+        },
+        "timeout_s": args.timeout,
+        "throughput_units": units,
+    }
+    write_run(out, Run(environment, invocation, tuple(records)))
+    stored = load_run(out)  # the report reads what was stored, nothing else
+    markdown = _markdown([stored])
+    if args.md:
+        from harness.store import write_text_atomic
+
+        write_text_atomic(args.md, markdown)
+    if not args.quiet:
+        print(markdown)
+    failed = [r for r in stored.records if r.status == "failed"]
+    print(f"results: {out} ({len(stored.records)} cells, {len(failed)} failed)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from harness.store import write_text_atomic
+
+    runs = [load_run(path) for path in args.results]
+    markdown = _markdown(runs)
+    if args.md:
+        write_text_atomic(args.md, markdown)
+        print(f"markdown: {args.md}", file=sys.stderr)
+    else:
+        print(markdown)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return {"list": _list, "run": _run, "report": _report}[args.command](args)
+    except HarnessError as error:
+        print(f"scanbench: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Environment metadata stored with every run (collected in a worker process).
+
+It is collected in a fresh process, like every cell, so the parent never initialises a
+device (on a GPU, JAX preallocates most of its memory in the first process that uses it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import socket
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    commit = result.stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    return commit + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def device_info() -> dict[str, Any]:
+    """The default JAX backend's platform, device kind and count."""
+    import jax
+
+    devices = jax.devices()
+    return {
+        "platform": devices[0].platform,
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+    }
+
+
+def collect(measure_bandwidth: bool = True) -> dict[str, Any]:
+    """Versions, device, CPU, flags, git commit, host, time, and the memory bandwidth."""
+    import jax
+
+    env: dict[str, Any] = {
+        "timestamp": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "hostname": socket.gethostname(),
+        "python": platform.python_version(),
+        "versions": {
+            name: _version(name)
+            for name in ("scanbench", "jax", "jaxlib", "numba", "numpy", "scipy", "evosax", "cma")
+        },
+        **device_info(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "x64_default": bool(jax.config.jax_enable_x64),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "git_commit": git_commit(Path(__file__).resolve().parent),
+    }
+    if measure_bandwidth:
+        from harness.probes.bandwidth import copy_bandwidth
+
+        env["memory_bandwidth"] = copy_bandwidth()
+    return env

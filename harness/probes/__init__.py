@@ -1,0 +1,1 @@
+"""Measurement probes, one concept per module."""

@@ -1,0 +1,131 @@
+"""Run cells, each in a fresh worker process with a timeout.
+
+A crash, a timeout or a mismatch in one cell becomes a failed record with its error and
+the other cells still run. Progress is shown with rich on a terminal, as plain lines
+otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.api import HarnessError, Record
+from harness.registry import Cell, get_scenario
+from harness.timing import TimingConfig
+from harness.worker import cell_spec
+
+STDERR_TAIL = 2000  # characters of a crashed worker's stderr kept in its record
+
+
+def _worker_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness.worker", *args]
+
+
+def _run_worker(args: list[str], out: Path, timeout_s: float) -> tuple[Any, str | None]:
+    """Run a worker; return (parsed output or None, error message or None)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        result = subprocess.run(
+            _worker_command(*args),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"timeout: the worker did not finish within {timeout_s:g} s"
+    if result.returncode != 0 or not out.exists():
+        tail = (result.stderr or "").strip()[-STDERR_TAIL:]
+        return None, f"worker exited with code {result.returncode}: {tail}"
+    return json.loads(out.read_text(encoding="utf-8")), None
+
+
+def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
+    strategy = engine = "unknown"
+    try:
+        backend = get_scenario(cell.scenario, cell.scenario_file).backend(cell.backend)
+        strategy, engine = str(backend.strategy), backend.engine
+    except HarnessError:
+        pass
+    return Record(
+        scenario=cell.scenario,
+        backend=cell.backend,
+        strategy=strategy,
+        engine=engine,
+        size=cell.size,
+        dtype=cell.dtype,
+        seed=cell.seed,
+        status="failed",
+        error=error,
+        wall_s=wall_s,
+    )
+
+
+def run_cell_in_worker(cell: Cell, timing: TimingConfig, timeout_s: float) -> Record:
+    """One cell in a fresh process; never raises for a failure of the cell itself."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
+        spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
+        spec.write_text(json.dumps(cell_spec(cell, timing)), encoding="utf-8")
+        data, error = _run_worker(["cell", str(spec), str(out)], out, timeout_s)
+    if error is not None:
+        return _failed_record(cell, error, time.perf_counter() - started)
+    return Record.from_json(data)
+
+
+def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
+    """Environment metadata and memory bandwidth, measured in a fresh process."""
+    with tempfile.TemporaryDirectory(prefix="scanbench-env-") as tmp:
+        out = Path(tmp, "environment.json")
+        data, error = _run_worker(["environment", str(out)], out, timeout_s)
+    if error is not None:
+        raise HarnessError(f"could not collect the environment metadata: {error}")
+    return data
+
+
+def _describe(record: Record) -> str:
+    if record.status == "ok":
+        return f"ok, median {record.stats['median'] * 1e3:.3f} ms"
+    return f"{record.status}: {(record.error or '').splitlines()[0][:160]}"
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    timing: TimingConfig,
+    timeout_s: float,
+    show_progress: bool | None = None,
+    run_one: Callable[[Cell, TimingConfig, float], Record] = run_cell_in_worker,
+) -> list[Record]:
+    """Run every cell in order; return one record per cell."""
+    if show_progress is None:
+        show_progress = sys.stderr.isatty()
+    records: list[Record] = []
+    if show_progress:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("starting", total=len(cells))
+            for cell in cells:
+                progress.update(task, description=cell.label)
+                record = run_one(cell, timing, timeout_s)
+                console.print(f"{cell.label}: {_describe(record)}")
+                records.append(record)
+                progress.advance(task)
+        return records
+    for index, cell in enumerate(cells, 1):
+        record = run_one(cell, timing, timeout_s)
+        print(f"[{index}/{len(cells)}] {cell.label}: {_describe(record)}", file=sys.stderr)
+        records.append(record)
+    return records

@@ -1,0 +1,112 @@
+"""What runs inside a fresh worker process: one cell, or the environment metadata.
+
+Usage (by the runner, not by hand)::
+
+    python -m harness.worker cell SPEC.json OUT.json
+    python -m harness.worker environment OUT.json
+
+A cell is checked against the scenario's reference before it is timed: a backend whose
+output disagrees is stored as a failed record and never timed. Its last timed output is
+checked again, so a backend that goes wrong on repetition fails too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from harness.api import Record
+from harness.registry import Cell, get_scenario
+from harness.store import write_json_atomic
+from harness.timing import TimingConfig, repeat, summarize, time_call
+
+
+def configure_jax(dtype: str) -> bool:
+    """Enable 64-bit JAX for float64 cells (a process-wide flag: one cell per process)."""
+    import jax
+
+    x64 = dtype == "float64"
+    jax.config.update("jax_enable_x64", x64)
+    return x64
+
+
+def run_cell(cell: Cell, timing: TimingConfig) -> Record:
+    """Prepare, check, then time one cell; any exception becomes a failed record."""
+    started = time.perf_counter()
+    scenario = get_scenario(cell.scenario, cell.scenario_file)
+    backend = scenario.backend(cell.backend)
+    size = scenario.size(cell.size)
+    base: dict[str, Any] = {
+        "scenario": scenario.name,
+        "backend": backend.name,
+        "strategy": str(backend.strategy),
+        "engine": backend.engine,
+        "size": size.name,
+        "dtype": cell.dtype,
+        "seed": cell.seed,
+        "size_params": dict(size.params),
+        "work": dict(scenario.work(size, cell.dtype)),
+    }
+    if not backend.runs_at(size.name):
+        reason = backend.skip_reason or "backend does not run at this size"
+        return Record(status="skipped", error=f"skipped at size {size.name!r}: {reason}", **base)
+    try:
+        from harness.environment import device_info
+
+        base["x64"] = configure_jax(cell.dtype)
+        base["device"] = device_info()
+        inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+        expected = scenario.reference(inputs)
+        start = time.perf_counter()
+        prepared = backend.prepare(inputs, size)
+        prepare_s = time.perf_counter() - start
+        output, first_call_s = time_call(backend.run, prepared)
+        max_error = scenario.check(backend.to_reference(output), expected, cell.dtype)
+        samples, last = repeat(backend.run, prepared, timing)
+        max_error = max(max_error, scenario.check(backend.to_reference(last), expected, cell.dtype))
+    except Exception as error:  # a failed cell is stored with its error; the run goes on
+        return Record(
+            status="failed",
+            error=f"{type(error).__name__}: {error}",
+            wall_s=time.perf_counter() - started,
+            extra={"traceback": traceback.format_exc(limit=8)},
+            **base,
+        )
+    return Record(
+        status="ok",
+        prepare_s=prepare_s,
+        first_call_s=first_call_s,
+        samples_s=samples,
+        stats=summarize(samples, timing.confidence, seed=cell.seed),
+        max_error=max_error,
+        wall_s=time.perf_counter() - started,
+        **base,
+    )
+
+
+def cell_spec(cell: Cell, timing: TimingConfig) -> dict[str, Any]:
+    return {"cell": dataclasses.asdict(cell), "timing": dataclasses.asdict(timing)}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "cell":
+        spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+        record = run_cell(Cell(**spec["cell"]), TimingConfig(**spec["timing"]))
+        write_json_atomic(argv[2], record.to_json())
+        return 0
+    if len(argv) == 2 and argv[0] == "environment":
+        from harness.environment import collect
+
+        write_json_atomic(argv[1], collect())
+        return 0
+    print("usage: python -m harness.worker (cell SPEC OUT | environment OUT)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

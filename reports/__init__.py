@@ -1,0 +1,1 @@
+"""Reports: read stored results JSON, never re-run a benchmark."""

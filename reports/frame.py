@@ -1,0 +1,81 @@
+"""Stored runs as a pandas DataFrame: one row per record, with derived columns.
+
+Derived columns (all from stored values; nothing is re-measured):
+    median_s, iqr_s, compile_s      steady-state median and IQR, prepare (compile) time
+    throughput                      work[throughput unit] / median (e.g. systems/s)
+    gbps                            work["bytes"] / median / 1e9, when the work has bytes
+    x_fastest                       median / fastest median in the same table
+    x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from harness.store import Run
+
+GROUP = ["scenario", "size", "dtype", "device"]
+
+
+def _device_label(device: dict, environment: dict) -> str:
+    platform = device.get("platform") or environment.get("platform") or "?"
+    kind = device.get("device_kind") or environment.get("device_kind") or "?"
+    return f"{platform}:{kind}"
+
+
+def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.DataFrame:
+    """One row per record of every run.
+
+    Args:
+        runs: loaded runs.
+        throughput_units: scenario name -> key of its work dict used for throughput.
+    """
+    rows = []
+    for run_index, run in enumerate(runs):
+        env = dict(run.environment)
+        bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
+        for order, record in enumerate(run.records):
+            stats = dict(record.stats)
+            work = dict(record.work)
+            unit = throughput_units.get(record.scenario)
+            median = stats.get("median")
+            rows.append(
+                {
+                    "run": run_index,
+                    "order": order,
+                    "scenario": record.scenario,
+                    "size": record.size,
+                    "dtype": record.dtype,
+                    "device": _device_label(dict(record.device), env),
+                    "host": env.get("hostname", "?"),
+                    "backend": record.backend,
+                    "strategy": record.strategy,
+                    "engine": record.engine,
+                    "status": record.status,
+                    "error": record.error or "",
+                    "median_s": median,
+                    "iqr_s": stats.get("iqr"),
+                    "ci_low_s": stats.get("ci_low"),
+                    "ci_high_s": stats.get("ci_high"),
+                    "samples": stats.get("count"),
+                    "compile_s": record.prepare_s,
+                    "first_call_s": record.first_call_s,
+                    "max_error": record.max_error,
+                    "unit": unit,
+                    "throughput": work.get(unit) / median if unit in work and median else None,
+                    "gbps": work["bytes"] / median / 1e9 if "bytes" in work and median else None,
+                    "bound_s": work["bytes"] / bandwidth if "bytes" in work and bandwidth else None,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    ok = frame["status"] == "ok"
+    fastest = frame[ok].groupby(GROUP)["median_s"].transform("min")
+    frame["x_fastest"] = np.nan
+    frame.loc[ok, "x_fastest"] = frame.loc[ok, "median_s"] / fastest
+    frame["x_bandwidth"] = pd.to_numeric(frame["median_s"]) / pd.to_numeric(frame["bound_s"])
+    return frame

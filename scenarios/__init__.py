@@ -1,0 +1,1 @@
+"""Bundled scenarios, each written against the public ``harness.api`` only."""

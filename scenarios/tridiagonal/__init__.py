@@ -1,0 +1,116 @@
+"""Batched tridiagonal solves (TDMA): the workload of JAX issue #2491.
+
+``SCENARIO`` lists every backend in display order; the dict keys are the CLI names.
+"""
+
+from __future__ import annotations
+
+from harness.api import Scenario, Strategy
+from harness.factories import host_backend, jax_backend
+from scenarios.tridiagonal import library, numba_solvers, scanned, sequential, vmapped
+from scenarios.tridiagonal.problem import SIZES, Diagonals, make_inputs, work
+from scenarios.tridiagonal.reference import check, gtsv_solve, reference
+
+__all__ = ["SCENARIO", "Diagonals"]
+
+_BACKENDS = [
+    host_backend(
+        "sequential-numpy",
+        Strategy.SEQUENTIAL,
+        "numpy",
+        sequential.numpy_sweep,
+        description="the issue's NumPy sweep: Python loop over n, vectorised over the batch",
+    ),
+    sequential.jax_columns_backend(
+        "sequential-jax",
+        synchronize=False,
+        description="one jitted step per column from Python (2n+1 dispatches), queued",
+    ),
+    sequential.jax_columns_backend(
+        "sequential-jax-sync",
+        synchronize=True,
+        description="as sequential-jax, waiting for each step before the next",
+    ),
+    jax_backend(
+        "vmapped",
+        Strategy.VMAPPED,
+        vmapped.vmapped_kernel,
+        description="jax.vmap over systems of a per-system lax.scan",
+    ),
+    jax_backend(
+        "scanned-issue",
+        Strategy.SCANNED,
+        scanned.issue_kernel,
+        description="lax.scan exactly as in JAX issue #2491 (transposes inside jit)",
+    ),
+    jax_backend(
+        "scanned-time-major",
+        Strategy.SCANNED,
+        scanned.time_major_kernel,
+        description="lax.scan over (n, batch) inputs; transposes outside, reverse=True",
+        layout=scanned.to_time_major,
+        to_reference=scanned.from_time_major,
+    ),
+    *(
+        jax_backend(
+            f"scanned-time-major-unroll{unroll}",
+            Strategy.SCANNED,
+            scanned.time_major_unrolled(unroll),
+            description=f"scanned-time-major with lax.scan(unroll={unroll})",
+            layout=scanned.to_time_major,
+            to_reference=scanned.from_time_major,
+        )
+        for unroll in (2, 4, 8)
+    ),
+    host_backend(
+        "numba-serial",
+        Strategy.NUMBA,
+        "numba",
+        numba_solvers.serial,
+        description="@njit loop over systems, one Thomas sweep each",
+        warm_inputs=numba_solvers.tiny_batch_major,
+    ),
+    host_backend(
+        "numba-parallel",
+        Strategy.NUMBA,
+        "numba",
+        numba_solvers.parallel,
+        description="@njit(parallel=True), prange over blocks of systems",
+        warm_inputs=numba_solvers.tiny_batch_major,
+    ),
+    host_backend(
+        "numba-time-major",
+        Strategy.NUMBA,
+        "numba",
+        numba_solvers.time_major,
+        description="time-major blocks of 256 systems swept together (inner loop vectorises)",
+        layout=scanned.to_time_major,
+        to_reference=scanned.from_time_major,
+        warm_inputs=numba_solvers.tiny_time_major,
+    ),
+    jax_backend(
+        "library-lax",
+        Strategy.LIBRARY,
+        library.lax_tridiagonal_kernel,
+        description="jax.lax.linalg.tridiagonal_solve",
+    ),
+    host_backend(
+        "library-scipy-gtsv",
+        Strategy.LIBRARY,
+        "scipy",
+        gtsv_solve,
+        description="SciPy LAPACK ?gtsv called once per system from Python",
+    ),
+]
+
+SCENARIO = Scenario(
+    name="tridiagonal",
+    description="many independent diagonally dominant tridiagonal systems (TDMA)",
+    sizes=SIZES,
+    make_inputs=make_inputs,
+    reference=reference,
+    check=check,
+    work=work,
+    backends={backend.name: backend for backend in _BACKENDS},
+    throughput_unit="systems",
+)
