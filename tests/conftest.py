@@ -1,0 +1,37 @@
+"""Shared fixtures: every registered (scenario, backend) pair, cached inputs/references."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import pytest
+
+from harness.registry import SCENARIOS
+
+# float64 cells need 64-bit JAX; float32 cells must stay float32 with it on (the check
+# rejects a silently promoted result), so one process-wide setting serves both.
+jax.config.update("jax_enable_x64", True)
+
+BACKEND_PAIRS = [
+    (scenario_name, backend_name)
+    for scenario_name, loader in SCENARIOS.items()
+    for backend_name in loader().backends
+]
+
+
+@functools.cache
+def scenario_case(scenario_name: str, dtype: str, size_name: str = "smoke", seed: int = 0):
+    """(scenario, size, inputs, expected) computed once per session."""
+    scenario = SCENARIOS[scenario_name]()
+    size = scenario.size(size_name)
+    inputs = scenario.make_inputs(size, seed, dtype)
+    return scenario, size, inputs, scenario.reference(inputs)
+
+
+@pytest.fixture(params=BACKEND_PAIRS, ids=[f"{s}/{b}" for s, b in BACKEND_PAIRS])
+def scenario_backend(request):
+    """Every registered (scenario, backend) pair."""
+    scenario_name, backend_name = request.param
+    scenario = SCENARIOS[scenario_name]()
+    return scenario, scenario.backend(backend_name)

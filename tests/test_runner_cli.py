@@ -1,0 +1,111 @@
+"""Runner and CLI end to end: failed cells are stored, the others still run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.registry import Cell
+from harness.runner import run_cell_in_worker
+from harness.store import load_run
+from harness.timing import TimingConfig
+
+TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
+
+
+def test_run_with_failing_cells(tmp_path):
+    """One CLI run: good succeeds, every kind of failure is stored, exit code is 1."""
+    out = tmp_path / "toy.json"
+    md = tmp_path / "toy.md"
+    backends = ["good", "wrong", "wrong-later", "crash", "hang", "default-only"]
+    command = [sys.executable, "-m", "harness.cli", "run", "--scenario-file", TOY]
+    command += [arg for name in backends for arg in ("--backend", name)]
+    command += ["--size", "smoke", "--min-time", "0.01", "--timeout", "20"]
+    command += ["--out", str(out), "--md", str(md)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    run = load_run(out)
+    by_name = {record.backend: record for record in run.records}
+    assert list(by_name) == backends
+    good = by_name["good"]
+    assert good.status == "ok" and good.stats["count"] >= 5 and good.max_error == 0.0
+    assert len(good.samples_s) == good.stats["count"]
+    assert by_name["wrong"].status == "failed"
+    assert "MismatchError" in by_name["wrong"].error and not by_name["wrong"].samples_s
+    assert by_name["wrong-later"].status == "failed"  # caught by the check after timing
+    assert by_name["crash"].status == "failed" and "code 3" in by_name["crash"].error
+    assert by_name["hang"].status == "failed" and "timeout" in by_name["hang"].error
+    assert by_name["default-only"].status == "skipped"
+    assert "slow" in by_name["default-only"].error
+    assert run.environment["memory_bandwidth"]["bytes_per_s"] > 0
+    assert run.environment["device_count"] >= 1
+    markdown = md.read_text()
+    assert "| good " in markdown and "**wrong** failed: MismatchError" in markdown
+    assert "**default-only** skipped" in markdown
+    assert markdown in result.stdout
+
+
+def test_worker_runs_a_registered_scenario_cell():
+    cell = Cell("tridiagonal", "scanned-time-major", "smoke", "float32")
+    record = run_cell_in_worker(cell, TimingConfig(min_time_s=0.01, min_count=3), 300)
+    assert record.status == "ok", record.error
+    assert record.x64 is False and record.max_error < 1e-4
+    assert record.work["systems"] == 1_000 and record.prepare_s > 0
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--scenario", "tridiagnal"], "unknown scenario 'tridiagnal'; choose one of: tridiagonal"),
+        (
+            ["--scenario", "tridiagonal", "--backend", "scna"],
+            "unknown backend 'scna' for scenario 'tridiagonal'; choose one of: sequential-numpy",
+        ),
+        (
+            ["--size", "huge"],
+            "unknown size 'huge' for scenario 'tridiagonal'; choose one of: smoke",
+        ),
+        (["--dtype", "float16"], "unknown dtype 'float16'"),
+        (["--scenario-file", "/nonexistent.py"], "no such file"),
+        (["--seed", "-1"], "--seed must be >= 0"),
+    ],
+)
+def test_unknown_names_give_one_clean_line(capsys, argv, expected):
+    code, err = run_cli(capsys, "run", *argv)
+    assert code == 2
+    assert expected in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_report_of_a_corrupt_file(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema_version": 99}))
+    code, err = run_cli(capsys, "report", str(bad))
+    assert code == 2 and "schema version 99" in err and str(bad) in err
+
+
+def test_list_shows_backends_strategies_and_sizes(capsys):
+    assert main(["list", "--scenario-file", TOY]) == 0
+    out = capsys.readouterr().out
+    assert "tridiagonal:" in out and "toy:" in out
+    assert "scanned-time-major" in out and "numba" in out
+    assert "default    batch=100_000, n=100" in out
+    assert "[only at: default]" in out
+
+
+def test_argparse_rejects_non_positive_min_time(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["run", "--min-time", "0"])
+    assert info.value.code == 2
+    assert "--min-time must be > 0" in capsys.readouterr().err
