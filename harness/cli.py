@@ -105,10 +105,7 @@ def _list(args: argparse.Namespace) -> int:
 def _markdown(runs: list[Run]) -> str:
     from reports.markdown import render
 
-    units: dict[str, str] = {}
-    for run in runs:
-        units.update(run.invocation.get("throughput_units", {}))
-    return render(runs, units)
+    return render(runs)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from harness.store import Run
@@ -73,9 +72,12 @@ def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.D
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    ok = frame["status"] == "ok"
-    fastest = frame[ok].groupby(GROUP)["median_s"].transform("min")
-    frame["x_fastest"] = np.nan
-    frame.loc[ok, "x_fastest"] = frame.loc[ok, "median_s"] / fastest
-    frame["x_bandwidth"] = pd.to_numeric(frame["median_s"]) / pd.to_numeric(frame["bound_s"])
+    median = pd.to_numeric(frame["median_s"], errors="coerce")
+    fastest = (
+        median.where(frame["status"] == "ok")
+        .groupby([frame[key] for key in GROUP], sort=False)
+        .transform("min")
+    )
+    frame["x_fastest"] = median / fastest
+    frame["x_bandwidth"] = median / pd.to_numeric(frame["bound_s"], errors="coerce")
     return frame

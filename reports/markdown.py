@@ -15,16 +15,22 @@ def format_seconds(value: float | None) -> str:
     """A duration with 3 significant digits in s, ms or us."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if value == 0:
+        return "0"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {unit}"
     return f"{value * 1e9:.3g} ns"
 
 
-def _number(value: float | None, digits: int = 3) -> str:
+def _number(value: float | None) -> str:
+    """3 significant digits with an SI suffix: 0.512, 42.1, 250 k, 1.32 M."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    return f"{value:.{digits}g}" if abs(value) < 1e6 else f"{value:.3e}"
+    for scale, suffix in ((1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
 
 
 def _environment_block(runs: Sequence[Run]) -> list[str]:
@@ -46,10 +52,13 @@ def _environment_block(runs: Sequence[Run]) -> list[str]:
     return lines
 
 
-def render(runs: Sequence[Run], throughput_units: dict[str, str]) -> str:
+def render(runs: Sequence[Run]) -> str:
     """Per scenario, size, dtype and device: one table of the backends that ran, then the
     failed and skipped cells with their errors, then the environment of each run."""
-    frame = records_frame(runs, throughput_units)
+    units: dict[str, str] = {}
+    for run in runs:
+        units.update(run.invocation.get("throughput_units", {}))
+    frame = records_frame(runs, units)
     out = ["# scanbench results", ""]
     if frame.empty:
         return "\n".join([*out, "No records.", ""])
@@ -74,7 +83,7 @@ def render(runs: Sequence[Run], throughput_units: dict[str, str]) -> str:
                     "x BW bound": ok["x_bandwidth"].map(_number),
                 }
             )
-            out.append(table.to_markdown(index=False))
+            out.append(table.to_markdown(index=False, disable_numparse=True))
             out.append("")
         bad = group[group["status"] != "ok"]
         for row in bad.itertuples():

@@ -109,3 +109,19 @@ def test_argparse_rejects_non_positive_min_time(capsys):
         main(["run", "--min-time", "0"])
     assert info.value.code == 2
     assert "--min-time must be > 0" in capsys.readouterr().err
+
+
+def test_readme_scenario_example_runs(tmp_path):
+    """The 'bring your own workload' example in the README works as written."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("# my_scenario.py\n", 1)[1].split("```", 1)[0]
+    source = tmp_path / "my_scenario.py"
+    source.write_text(block)
+    out = tmp_path / "mine.json"
+    command = [sys.executable, "-m", "harness.cli", "run", "--scenario-file", str(source)]
+    command += ["--size", "smoke", "--min-time", "0.01", "--quiet", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    records = load_run(out).records
+    assert [r.backend for r in records] == ["cumsum", "scan"]
+    assert all(r.status == "ok" for r in records)
