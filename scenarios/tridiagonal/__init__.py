@@ -24,7 +24,7 @@ _BACKENDS = [
     sequential.jax_columns_backend(
         "sequential-jax",
         synchronize=False,
-        description="one jitted step per column from Python (2n+1 dispatches), queued",
+        description="one jitted step per column from Python (2n dispatches), queued",
     ),
     sequential.jax_columns_backend(
         "sequential-jax-sync",

@@ -3,7 +3,8 @@
 ``numpy_sweep`` loops over the n axis in Python, vectorised over the batch, exactly as
 the issue's ``tdma_naive`` (on copies, since that code overwrites b and d).
 The JAX version runs the same sweep with one jitted step per column called from Python:
-2n + 1 dispatches per solve, so it is bound by dispatch overhead. ``synchronize=True``
+2n dispatches per solve (the backward step writes its column into a donated output
+buffer in place), so it is bound by dispatch overhead when the batch is small. ``synchronize=True``
 waits for every step before the next (the "wait after each call" pattern, e.g. a
 ``float()`` or logging inside the loop); ``False`` queues them and waits once.
 """
@@ -15,6 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from harness.api import Backend, Size, Strategy
 from scenarios.tridiagonal.problem import Diagonals
@@ -42,39 +44,42 @@ def _forward_column(cp_prev, dp_prev, a, b, c, d):
     return c * denom, (d - a * dp_prev) * denom
 
 
-def _backward_column(x_next, cp, dp):
-    return dp - cp * x_next
-
-
-def _stack_columns(*columns):
-    return jnp.stack(columns, axis=1)
+def _backward_column(x_next, cp, dp, out, i):
+    x = dp - cp * x_next
+    return x, lax.dynamic_update_slice_in_dim(out, x[:, None], i, axis=1)
 
 
 def _prepare_columns(inputs: Diagonals, size: Size) -> dict[str, Any]:
-    """Columns on the device (data already laid out per item), steps compiled AOT."""
-    columns = jax.device_put([tuple(v[:, i] for v in inputs) for i in range(inputs.a.shape[1])])
-    zero = jax.device_put(np.zeros(inputs.a.shape[0], inputs.a.dtype))
-    first = columns[0]
-    forward = jax.jit(_forward_column).lower(zero, zero, *first).compile()
-    backward = jax.jit(_backward_column).lower(zero, zero, zero).compile()
-    stack = jax.jit(_stack_columns).lower(*[zero] * len(columns)).compile()
-    return {"columns": columns, "zero": zero, "steps": (forward, backward, stack)}
+    """Columns and column indices on the device (data already laid out per item), the
+    two steps compiled ahead of time; the output buffer is donated to each backward step."""
+    batch, n = inputs.a.shape
+    columns = jax.device_put([tuple(v[:, i] for v in inputs) for i in range(n)])
+    indices = jax.device_put([np.int32(i) for i in range(n)])
+    zero = jax.device_put(np.zeros(batch, inputs.a.dtype))
+    out = jax.ShapeDtypeStruct((batch, n), inputs.a.dtype)
+    forward = jax.jit(_forward_column).lower(zero, zero, *columns[0]).compile()
+    backward = (
+        jax.jit(_backward_column, donate_argnums=3)
+        .lower(zero, zero, zero, out, indices[0])
+        .compile()
+    )
+    return {"columns": columns, "indices": indices, "zero": zero, "steps": (forward, backward)}
 
 
 def _run_columns(prepared: dict[str, Any], synchronize: bool) -> jax.Array:
-    forward, backward, stack = prepared["steps"]
+    forward, backward = prepared["steps"]
     wait = jax.block_until_ready if synchronize else (lambda value: value)
-    cp = dp = prepared["zero"]
+    zero = prepared["zero"]
+    cp = dp = zero
     primes = []
     for a, b, c, d in prepared["columns"]:
         cp, dp = wait(forward(cp, dp, a, b, c, d))
         primes.append((cp, dp))
-    x = prepared["zero"]
-    solution = []
-    for cp, dp in reversed(primes):
-        x = wait(backward(x, cp, dp))
-        solution.append(x)
-    return stack(*reversed(solution))
+    x = zero
+    out = jnp.empty((zero.shape[0], len(primes)), zero.dtype)
+    for (cp, dp), i in zip(reversed(primes), reversed(prepared["indices"]), strict=True):
+        x, out = wait(backward(x, cp, dp, out, i))
+    return out
 
 
 def jax_columns_backend(name: str, synchronize: bool, description: str) -> Backend:

@@ -1,0 +1,215 @@
+"""Dispatch, execution and kernel counts from a ``jax.profiler`` trace.
+
+Recording uses ``jax.profiler.trace(tmpdir)`` and reads the ``*.xplane.pb`` back with
+``jax.profiler.ProfileData.from_file`` (both exist on jax 0.10 and later; the in-memory
+``ProfileSession`` only on newer jax). Counting is a pure function over a flat list of
+``TraceEvent`` tuples, so it is tested with synthetic events.
+
+What is counted (XLA:CPU; GPU planes are handled by ``harness.probes.gpu``):
+- **executions**: ``CommonPjRtLoadedExecutable::Execute*`` events on the host plane (one
+  per executable launch per device; ``ExecutePrepare`` is a phase, not a launch);
+- **dispatches**: launches from the host: each ``PjitFunction(<name>)`` event that is not
+  nested in another one (they nest: the C++ fast path and its fallback both record one)
+  and contains at least one execution, plus executions outside any ``PjitFunction``
+  (ahead-of-time compiled calls, eager ops on some versions). The per-function breakdown
+  names the function, or the HLO module for unattributed launches;
+- **kernels**: thunk events carrying an ``hlo_op`` stat, minus ``end:`` markers and
+  ``while``/``conditional`` containers, broken down by HLO module and op;
+- **device puts**: ``DevicePut`` events (host arrays placed on a device by JAX).
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import contextlib
+import dataclasses
+import glob
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+HOST_PLANE = "/host:CPU"
+EXECUTE_PREFIX = "CommonPjRtLoadedExecutable::Execute"
+EXECUTE_PHASES = ("CommonPjRtLoadedExecutable::ExecutePrepare",)
+PJIT = re.compile(r"^PjitFunction\((?P<name>.*)\)$")
+CONTAINER = re.compile(r"^(while|conditional)(\.\d+)?$")
+
+
+class TraceEvent(NamedTuple):
+    """One event of an XSpace trace, flattened."""
+
+    plane: str
+    line: str
+    name: str
+    start_ns: float
+    duration_ns: float
+    stats: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceCounts:
+    """Counts over one traced region (divide by the number of calls for per-call)."""
+
+    dispatches: int
+    executions: int
+    kernels: int
+    device_puts: int
+    dispatches_by_function: Mapping[str, int]
+    kernels_by_module: Mapping[str, int]
+    kernels_by_op: Mapping[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dispatches": self.dispatches,
+            "executions": self.executions,
+            "kernels": self.kernels,
+            "device_puts": self.device_puts,
+            "dispatches_by_function": dict(self.dispatches_by_function),
+            "kernels_by_module": dict(self.kernels_by_module),
+            "kernels_by_op": dict(self.kernels_by_op),
+        }
+
+
+def is_execution(name: str) -> bool:
+    return name.startswith(EXECUTE_PREFIX) and name not in EXECUTE_PHASES
+
+
+def is_kernel(event: TraceEvent) -> bool:
+    return (
+        "hlo_op" in event.stats
+        and not event.name.startswith("end:")
+        and not CONTAINER.match(event.name)
+    )
+
+
+def _outermost(intervals: list[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
+    """Intervals (start, end, name) not contained in an earlier one; input sorted."""
+    kept: list[tuple[float, float, str]] = []
+    for start, end, name in intervals:
+        if kept and start >= kept[-1][0] and end <= kept[-1][1]:
+            continue
+        kept.append((start, end, name))
+    return kept
+
+
+def _module_at(kernels: list[tuple[float, str]], start: float, end: float) -> str | None:
+    """The HLO module of the first kernel that starts within [start, end]."""
+    index = bisect.bisect_left(kernels, (start, ""))
+    if index < len(kernels) and kernels[index][0] <= end:
+        return kernels[index][1]
+    return None
+
+
+def count_events(events: Iterable[TraceEvent], host_plane: str = HOST_PLANE) -> TraceCounts:
+    """Count dispatches, executions, kernels and device puts (pure; see module doc)."""
+    host = [event for event in events if event.plane == host_plane]
+    kernels_by_module: collections.Counter[str] = collections.Counter()
+    kernels_by_op: collections.Counter[str] = collections.Counter()
+    kernel_starts: list[tuple[float, str]] = []
+    for event in host:
+        if is_kernel(event):
+            module = str(event.stats.get("hlo_module", "?"))
+            kernels_by_module[module] += 1
+            kernels_by_op[f"{module}/{event.name}"] += 1
+            kernel_starts.append((event.start_ns, module))
+    kernel_starts.sort()
+
+    by_line: dict[str, list[TraceEvent]] = collections.defaultdict(list)
+    for event in host:
+        by_line[event.line].append(event)
+    dispatches_by_function: collections.Counter[str] = collections.Counter()
+    executions = device_puts = 0
+    for line_events in by_line.values():
+        line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
+        pjit = [
+            (e.start_ns, e.start_ns + e.duration_ns, PJIT.match(e.name).group("name"))
+            for e in line_events
+            if PJIT.match(e.name)
+        ]
+        outer = _outermost(pjit)
+        starts = [start for start, _, _ in outer]
+        used: set[int] = set()
+        for event in line_events:
+            if event.name == "DevicePut":
+                device_puts += 1
+            if not is_execution(event.name):
+                continue
+            executions += 1
+            index = bisect.bisect_right(starts, event.start_ns) - 1
+            if index >= 0 and event.start_ns + event.duration_ns <= outer[index][1]:
+                if index not in used:
+                    used.add(index)
+                    dispatches_by_function[outer[index][2]] += 1
+                continue
+            end = event.start_ns + event.duration_ns
+            module = _module_at(kernel_starts, event.start_ns, end) or "<unattributed>"
+            dispatches_by_function[module] += 1
+    return TraceCounts(
+        dispatches=sum(dispatches_by_function.values()),
+        executions=executions,
+        kernels=sum(kernels_by_module.values()),
+        device_puts=device_puts,
+        dispatches_by_function=dict(dispatches_by_function.most_common()),
+        kernels_by_module=dict(kernels_by_module.most_common()),
+        kernels_by_op=dict(kernels_by_op.most_common()),
+    )
+
+
+def flatten(profile: Any) -> Iterator[TraceEvent]:
+    """Flatten a ``jax.profiler.ProfileData`` into TraceEvents."""
+    for plane in profile.planes:
+        for line in plane.lines:
+            for event in line.events:
+                yield TraceEvent(
+                    plane.name,
+                    line.name,
+                    event.name,
+                    float(event.start_ns),
+                    float(event.duration_ns),
+                    dict(event.stats),
+                )
+
+
+@contextlib.contextmanager
+def recording(log_dir: str | None = None) -> Iterator[list[TraceEvent]]:
+    """Record a ``jax.profiler`` trace of the block; the list is filled on exit.
+
+    Args:
+        log_dir: keep the trace there (TensorBoard/XProf layout); a temp dir otherwise.
+    """
+    import jax
+
+    events: list[TraceEvent] = []
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0
+    with contextlib.ExitStack() as stack:
+        directory = log_dir or stack.enter_context(tempfile.TemporaryDirectory())
+        with jax.profiler.trace(directory, profiler_options=options):
+            yield events
+        files = sorted(
+            glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True),
+            key=os.path.getmtime,
+        )
+        if not files:
+            raise RuntimeError(f"jax.profiler.trace wrote no *.xplane.pb under {directory}")
+        events.extend(flatten(jax.profiler.ProfileData.from_file(files[-1])))
+
+
+def trace_calls(
+    run: Callable[[Any], Any],
+    prepared: Any,
+    calls: int = 1,
+    block: Callable[[Any], Any] | None = None,
+    log_dir: str | None = None,
+) -> tuple[TraceCounts, Sequence[TraceEvent]]:
+    """Trace ``calls`` calls of ``run(prepared)`` (each waited for) and count them."""
+    import jax
+
+    wait = block or jax.block_until_ready
+    with recording(log_dir) as events:
+        for _ in range(calls):
+            wait(run(prepared))
+    return count_events(events), events
