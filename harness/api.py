@@ -107,6 +107,9 @@ class Backend:
         sizes: size names this backend runs at; ``None`` means all. At other sizes the
             runner stores a *skipped* record carrying ``skip_reason``.
         skip_reason: why the backend does not run at the other sizes.
+        executables: optional ``executables(prepared) -> {name: (compiled, calls_per_run)}``
+            giving the compiled JAX executables one ``run`` launches (for the static HLO
+            kernel estimate); ``jax_backend`` fills it in.
     """
 
     name: str
@@ -118,6 +121,7 @@ class Backend:
     to_reference: Callable[[Any], Any] = _identity
     sizes: frozenset[str] | None = None
     skip_reason: str = ""
+    executables: Callable[[Any], Mapping[str, tuple[Any, int]]] | None = None
 
     def runs_at(self, size_name: str) -> bool:
         return self.sizes is None or size_name in self.sizes
@@ -199,6 +203,8 @@ class Record:
     max_error: float | None = None
     x64: bool | None = None
     wall_s: float | None = None
+    counts: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="results JSON path (default results/run-<time>.json)")
     run.add_argument("--md", help="also write the markdown report to this path")
     run.add_argument("--quiet", action="store_true", help="do not print the markdown table")
+    run.add_argument(
+        "--no-probes",
+        action="store_true",
+        help="skip the counting passes (dispatches, kernels, transfers) and overheads",
+    )
 
     report = commands.add_parser("report", help="render stored results (never re-runs)")
     report.add_argument("results", nargs="+", help="results JSON files")
@@ -122,7 +127,9 @@ def _run(args: argparse.Namespace) -> int:
     if out.exists() and out.is_dir():
         raise InputError(f"--out {str(out)!r} is a directory; give a file path")
     environment = collect_environment()
-    records = run_cells(cells, timing, args.timeout)
+    records = run_cells(
+        cells, timing, args.timeout, environment=environment, probes=not args.no_probes
+    )
     units = {
         cell.scenario: get_scenario(cell.scenario, cell.scenario_file).throughput_unit
         for cell in cells
@@ -137,6 +144,7 @@ def _run(args: argparse.Namespace) -> int:
             "min_count": timing.min_count,
         },
         "timeout_s": args.timeout,
+        "probes": not args.no_probes,
         "throughput_units": units,
     }
     write_run(out, Run(environment, invocation, tuple(records)))

@@ -7,6 +7,7 @@ otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import HarnessError, Record
+from harness.decomposition import decompose
 from harness.registry import Cell, get_scenario
 from harness.timing import TimingConfig
 from harness.worker import cell_spec
@@ -29,9 +31,11 @@ def _worker_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "harness.worker", *args]
 
 
-def _run_worker(args: list[str], out: Path, timeout_s: float) -> tuple[Any, str | None]:
+def _run_worker(
+    args: list[str], out: Path, timeout_s: float, environ: dict[str, str] | None = None
+) -> tuple[Any, str | None]:
     """Run a worker; return (parsed output or None, error message or None)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(environ if environ is not None else os.environ, PYTHONUNBUFFERED="1")
     try:
         result = subprocess.run(
             _worker_command(*args),
@@ -70,13 +74,20 @@ def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
     )
 
 
-def run_cell_in_worker(cell: Cell, timing: TimingConfig, timeout_s: float) -> Record:
+def run_cell_in_worker(
+    cell: Cell,
+    timing: TimingConfig,
+    timeout_s: float,
+    probes: bool = True,
+    counts_only: bool = False,
+    environ: dict[str, str] | None = None,
+) -> Record:
     """One cell in a fresh process; never raises for a failure of the cell itself."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
-        spec.write_text(json.dumps(cell_spec(cell, timing)), encoding="utf-8")
-        data, error = _run_worker(["cell", str(spec), str(out)], out, timeout_s)
+        spec.write_text(json.dumps(cell_spec(cell, timing, probes, counts_only)), encoding="utf-8")
+        data, error = _run_worker(["cell", str(spec), str(out)], out, timeout_s, environ)
     if error is not None:
         return _failed_record(cell, error, time.perf_counter() - started)
     return Record.from_json(data)
@@ -98,14 +109,49 @@ def _describe(record: Record) -> str:
     return f"{record.status}: {(record.error or '').splitlines()[0][:160]}"
 
 
+def measure_cell(
+    cell: Cell,
+    timing: TimingConfig,
+    timeout_s: float,
+    environment: dict[str, Any] | None = None,
+    probes: bool = True,
+) -> Record:
+    """A cell in a worker, plus its time decomposition from the run's unit costs.
+
+    On a GPU, JAX cells are profiled a second time in a counts-only worker with command
+    buffers kept on while profiling (``counts["gpu_command_buffers"]``).
+    """
+    record = run_cell_in_worker(cell, timing, timeout_s, probes)
+    if record.status != "ok" or not probes:
+        return record
+    environment = environment or {}
+    counts = dict(record.counts)
+    if environment.get("platform") == "gpu" and record.engine == "jax":
+        from harness.probes.gpu import with_command_buffers
+
+        extra = run_cell_in_worker(
+            cell, timing, timeout_s, counts_only=True, environ=with_command_buffers(os.environ)
+        )
+        counts["gpu_command_buffers"] = extra.counts.get("gpu") or {"error": extra.error}
+    costs = environment.get("overheads") or {}
+    decomposition = decompose(record.stats["median"], counts, costs) if costs else {}
+    return dataclasses.replace(record, counts=counts, decomposition=decomposition)
+
+
 def run_cells(
     cells: Sequence[Cell],
     timing: TimingConfig,
     timeout_s: float,
     show_progress: bool | None = None,
-    run_one: Callable[[Cell, TimingConfig, float], Record] = run_cell_in_worker,
+    environment: dict[str, Any] | None = None,
+    probes: bool = True,
+    run_one: Callable[..., Record] = measure_cell,
 ) -> list[Record]:
     """Run every cell in order; return one record per cell."""
+
+    def measure(cell: Cell) -> Record:
+        return run_one(cell, timing, timeout_s, environment, probes)
+
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     records: list[Record] = []
@@ -119,13 +165,13 @@ def run_cells(
             task = progress.add_task("starting", total=len(cells))
             for cell in cells:
                 progress.update(task, description=cell.label)
-                record = run_one(cell, timing, timeout_s)
+                record = measure(cell)
                 console.print(f"{cell.label}: {_describe(record)}")
                 records.append(record)
                 progress.advance(task)
         return records
     for index, cell in enumerate(cells, 1):
-        record = run_one(cell, timing, timeout_s)
+        record = measure(cell)
         print(f"[{index}/{len(cells)}] {cell.label}: {_describe(record)}", file=sys.stderr)
         records.append(record)
     return records

@@ -35,8 +35,16 @@ def configure_jax(dtype: str) -> bool:
     return x64
 
 
-def run_cell(cell: Cell, timing: TimingConfig) -> Record:
-    """Prepare, check, then time one cell; any exception becomes a failed record."""
+def run_cell(
+    cell: Cell, timing: TimingConfig, probes: bool = True, counts_only: bool = False
+) -> Record:
+    """Prepare, check, time, then count one cell; any exception becomes a failed record.
+
+    Args:
+        probes: run the counting passes (trace, transfers, static HLO) after timing.
+        counts_only: check and count, but take no timing samples (used for the extra GPU
+            profiling pass with command buffers on).
+    """
     started = time.perf_counter()
     scenario = get_scenario(cell.scenario, cell.scenario_file)
     backend = scenario.backend(cell.backend)
@@ -67,8 +75,16 @@ def run_cell(cell: Cell, timing: TimingConfig) -> Record:
         prepare_s = time.perf_counter() - start
         output, first_call_s = time_call(backend.run, prepared)
         max_error = scenario.check(backend.to_reference(output), expected, cell.dtype)
-        samples, last = repeat(backend.run, prepared, timing)
-        max_error = max(max_error, scenario.check(backend.to_reference(last), expected, cell.dtype))
+        samples: tuple[float, ...] = ()
+        if not counts_only:
+            samples, last = repeat(backend.run, prepared, timing)
+            last_error = scenario.check(backend.to_reference(last), expected, cell.dtype)
+            max_error = max(max_error, last_error)
+        counts: dict[str, Any] = {}
+        if probes or counts_only:
+            from harness.counting import count_cell
+
+            counts = count_cell(backend, prepared, base["device"]["platform"])
     except Exception as error:  # a failed cell is stored with its error; the run goes on
         return Record(
             status="failed",
@@ -82,27 +98,41 @@ def run_cell(cell: Cell, timing: TimingConfig) -> Record:
         prepare_s=prepare_s,
         first_call_s=first_call_s,
         samples_s=samples,
-        stats=summarize(samples, timing.confidence, seed=cell.seed),
+        stats=summarize(samples, timing.confidence, seed=cell.seed) if samples else {},
         max_error=max_error,
         wall_s=time.perf_counter() - started,
+        counts=counts,
         **base,
     )
 
 
-def cell_spec(cell: Cell, timing: TimingConfig) -> dict[str, Any]:
-    return {"cell": dataclasses.asdict(cell), "timing": dataclasses.asdict(timing)}
+def cell_spec(
+    cell: Cell, timing: TimingConfig, probes: bool = True, counts_only: bool = False
+) -> dict[str, Any]:
+    return {
+        "cell": dataclasses.asdict(cell),
+        "timing": dataclasses.asdict(timing),
+        "probes": probes,
+        "counts_only": counts_only,
+    }
 
 
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "cell":
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-        record = run_cell(Cell(**spec["cell"]), TimingConfig(**spec["timing"]))
+        record = run_cell(
+            Cell(**spec["cell"]),
+            TimingConfig(**spec["timing"]),
+            probes=spec.get("probes", True),
+            counts_only=spec.get("counts_only", False),
+        )
         write_json_atomic(argv[2], record.to_json())
         return 0
     if len(argv) == 2 and argv[0] == "environment":
         from harness.environment import collect
+        from harness.probes.overheads import measure_all
 
-        write_json_atomic(argv[1], collect())
+        write_json_atomic(argv[1], {**collect(), "overheads": measure_all()})
         return 0
     print("usage: python -m harness.worker (cell SPEC OUT | environment OUT)", file=sys.stderr)
     return 2

@@ -90,4 +90,11 @@ def jax_columns_backend(name: str, synchronize: bool, description: str) -> Backe
         prepare=_prepare_columns,
         run=lambda prepared: _run_columns(prepared, synchronize),
         description=description,
+        executables=_executables,
     )
+
+
+def _executables(prepared: dict[str, Any]) -> dict[str, tuple[Any, int]]:
+    forward, backward = prepared["steps"]
+    n = len(prepared["columns"])
+    return {"forward_column": (forward, n), "backward_column": (backward, n)}

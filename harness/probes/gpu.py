@@ -1,0 +1,109 @@
+"""GPU trace counting (CUDA; written from XLA's CUPTI collector layout, GPU-only path).
+
+The layout XLA's CUPTI collector writes into the XSpace:
+- ``/device:GPU:N`` planes, one per GPU, whose lines named ``Stream #<id>(...)`` hold one
+  event per kernel execution and per memory copy. Copies are named ``MemcpyH2D``,
+  ``MemcpyD2H``, ``MemcpyD2D``, ``MemcpyP2P`` or ``MemcpyOther`` and carry a
+  ``memcpy_details`` stat (``kind_src:... kind_dst:... size:<bytes> dest:... async:...``).
+  Copies that XLA itself issues inside an executable carry an ``hlo_op`` stat and are
+  reported apart from user transfers. Derived lines (``XLA Ops``, ``XLA Modules``,
+  ``Steps``...) repeat the same kernels and are ignored;
+- ``/host:CUPTI``: driver API calls, among them ``cuLaunchKernel``/``cuLaunchKernelEx``
+  (one per kernel launched op by op) and ``cuGraphLaunch`` (one per CUDA graph, i.e. an
+  XLA command buffer that replays many kernels with one launch).
+
+While profiling, XLA runs command buffers op by op unless
+``--xla_enable_command_buffers_during_profiling=true`` is in ``XLA_FLAGS``; the counts
+record which mode they come from (``command_buffers_during_profiling``), and the runner
+profiles GPU cells both ways.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.probes.trace import TraceEvent
+
+DEVICE_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+CUPTI_PLANE = "/host:CUPTI"
+MEMCPY = ("MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P", "MemcpyOther")
+NOT_KERNELS = ("Memset", "MemoryAlloc", "MemoryFree", "Synchronization", "Overhead")
+_SIZE = re.compile(r"\bsize:(\d+)")
+COMMAND_BUFFER_FLAG = "--xla_enable_command_buffers_during_profiling=true"
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuCounts:
+    kernels: int
+    kernels_by_device: Mapping[str, int]
+    kernels_by_name: Mapping[str, int]
+    memcpy: Mapping[str, int]
+    memcpy_bytes: Mapping[str, int]
+    xla_internal_memcpy: int
+    kernel_launch_calls: int
+    graph_launches: int
+    command_buffers_during_profiling: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def memcpy_bytes(stats: Mapping[str, Any]) -> int:
+    match = _SIZE.search(str(stats.get("memcpy_details", "")))
+    return int(match.group(1)) if match else 0
+
+
+def count_gpu_events(events: Iterable[TraceEvent], command_buffers: bool) -> GpuCounts:
+    """Count kernels, copies and launches in a GPU trace (pure; see module doc)."""
+    kernels_by_device: collections.Counter[str] = collections.Counter()
+    kernels_by_name: collections.Counter[str] = collections.Counter()
+    memcpy: collections.Counter[str] = collections.Counter()
+    copied: collections.Counter[str] = collections.Counter()
+    internal = launches = graphs = 0
+    for event in events:
+        if event.plane == CUPTI_PLANE:
+            if event.name.startswith("cuLaunchKernel"):
+                launches += 1
+            elif event.name.startswith("cuGraphLaunch"):
+                graphs += 1
+            continue
+        device = DEVICE_PLANE.match(event.plane)
+        if not device or not event.line.startswith("Stream #"):
+            continue
+        if event.name in MEMCPY:
+            if "hlo_op" in event.stats:
+                internal += 1
+                continue
+            memcpy[event.name] += 1
+            copied[event.name] += memcpy_bytes(event.stats)
+        elif not event.name.startswith(NOT_KERNELS):
+            kernels_by_device[f"GPU:{device.group(1)}"] += 1
+            kernels_by_name[event.name] += 1
+    return GpuCounts(
+        kernels=sum(kernels_by_device.values()),
+        kernels_by_device=dict(kernels_by_device),
+        kernels_by_name=dict(kernels_by_name.most_common()),
+        memcpy=dict(memcpy),
+        memcpy_bytes=dict(copied),
+        xla_internal_memcpy=internal,
+        kernel_launch_calls=launches,
+        graph_launches=graphs,
+        command_buffers_during_profiling=command_buffers,
+    )
+
+
+def command_buffers_enabled(xla_flags: str) -> bool:
+    return COMMAND_BUFFER_FLAG in xla_flags.split()
+
+
+def with_command_buffers(environ: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``environ`` whose XLA_FLAGS keep command buffers on while profiling."""
+    env = dict(environ)
+    flags = env.get("XLA_FLAGS", "")
+    if not command_buffers_enabled(flags):
+        env["XLA_FLAGS"] = f"{flags} {COMMAND_BUFFER_FLAG}".strip()
+    return env

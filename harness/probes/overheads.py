@@ -1,0 +1,131 @@
+"""Unit costs on the current device, measured in the same run as the cells.
+
+- **dispatch**: one call of a trivial jitted function on a tiny array, *queued* (many calls,
+  one wait: the host cost of a launch) and *blocking* (wait after each call: the round trip);
+- **kernel launch**: the time per iteration of a ``lax.scan`` whose body is one trivial
+  elementwise op, divided by the body's kernels per iteration (static HLO count). The
+  carry is the smallest of 16..65536 elements for which XLA:CPU keeps the loop as
+  per-iteration kernels (smaller loops become one native kernel, detected in the HLO);
+- **transfer**: host-to-device latency (4-byte ``device_put``) and bandwidth (64 MiB), and
+  device-to-host latency and bandwidth (``np.asarray`` of a device array, which on CPU is a
+  zero-copy view: reported, but not used as a transfer cost).
+
+Each cost is the median over repeated measurements. These feed the decomposition
+(``harness.decomposition``), which says how much of a cell's time those counts explain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+SCAN_CARRIES = (16, 64, 256, 1024, 4096, 65536)
+SCAN_STEPS = 1000
+
+
+def _median_time(fn: Callable[[], Any], repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return float(np.median(samples))
+
+
+def dispatch_costs(calls: int = 2000, repeats: int = 7) -> dict[str, float]:
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda x: x + 1)
+    x = jnp.zeros(4, jnp.float32)
+    jax.block_until_ready(step(x))
+
+    def queued():
+        y = x
+        for _ in range(calls):
+            y = step(y)
+        jax.block_until_ready(y)
+
+    def blocking():
+        y = x
+        for _ in range(calls // 4):
+            y = jax.block_until_ready(step(y))
+
+    return {
+        "dispatch_queued_s": _median_time(queued, repeats) / calls,
+        "dispatch_blocking_s": _median_time(blocking, repeats) / (calls // 4),
+    }
+
+
+def launch_cost(repeats: int = 7) -> dict[str, float]:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from harness.probes.hlo import estimate
+
+    def scan(x, steps):
+        return lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, None, length=steps)[0]
+
+    for carry in SCAN_CARRIES:
+        x = jnp.zeros(carry, jnp.float32)
+        long = jax.jit(lambda x: scan(x, SCAN_STEPS)).lower(x).compile()
+        loops = estimate(long.as_text()).loops
+        if loops and not loops[0].cpu_native:
+            break
+    short = jax.jit(lambda x: scan(x, 1)).lower(x).compile()
+    jax.block_until_ready(long(x))
+    jax.block_until_ready(short(x))
+    per_iteration = (
+        _median_time(lambda: jax.block_until_ready(long(x)), repeats)
+        - _median_time(lambda: jax.block_until_ready(short(x)), repeats)
+    ) / (SCAN_STEPS - 1)
+    body_kernels = loops[0].body_kernels if loops else 0
+    native = bool(loops and loops[0].cpu_native)
+    result = {
+        "scan_carry_elements": float(carry),
+        "scan_iteration_s": per_iteration,
+        "scan_body_kernels": float(body_kernels),
+        "scan_loop_native": float(native),
+    }
+    if body_kernels and not native:
+        result["kernel_launch_s"] = per_iteration / body_kernels
+    return result
+
+
+def transfer_costs(repeats: int = 7) -> dict[str, float]:
+    import jax
+
+    small = np.zeros(1, np.float32)
+    large = np.ones(64 * 2**20 // 4, np.float32)
+
+    def put(array):
+        return lambda: jax.block_until_ready(jax.device_put(array))
+
+    h2d_latency = _median_time(put(small), repeats * 10)
+    h2d_large = _median_time(put(large), repeats)
+    on_device_small = jax.device_put(small)
+    on_device_large = jax.device_put(large)
+    d2h_latency = _median_time(lambda: np.array(on_device_small), repeats * 10)
+    d2h_large = _median_time(lambda: np.array(on_device_large), repeats)
+    return {
+        "h2d_latency_s": h2d_latency,
+        "h2d_bytes_per_s": large.nbytes / max(h2d_large - h2d_latency, 1e-9),
+        "d2h_latency_s": d2h_latency,
+        "d2h_bytes_per_s": large.nbytes / max(d2h_large - d2h_latency, 1e-9),
+    }
+
+
+def measure_all() -> dict[str, Any]:
+    """Every unit cost on the default device (a few seconds)."""
+    import jax
+
+    return {
+        "platform": jax.devices()[0].platform,
+        **dispatch_costs(),
+        **launch_cost(),
+        **transfer_costs(),
+    }

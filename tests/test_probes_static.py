@@ -1,0 +1,223 @@
+"""Static HLO parsing, transfers, GPU trace parsing and the decomposition (pure parts)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from harness.decomposition import decompose
+from harness.probes.gpu import (
+    COMMAND_BUFFER_FLAG,
+    command_buffers_enabled,
+    count_gpu_events,
+    with_command_buffers,
+)
+from harness.probes.hlo import estimate
+from harness.probes.trace import TraceEvent
+from harness.probes.transfers import (
+    CPU_D2H_NOTE,
+    TransferProbeError,
+    count_transfers,
+    parse_log,
+)
+
+SYNTHETIC_HLO = """HloModule jit_f, entry_computation_layout={(f32[8])->f32[8]}
+
+%fused (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  ROOT %neg = f32[8]{0} negate(%p)
+}
+
+%body (t: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %t = (s32[], f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %x = f32[8]{0} get-tuple-element(%t), index=1
+  %neg_fusion = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused
+  %copy.1 = f32[8]{0} copy(%neg_fusion)
+  %transpose.1 = f32[8]{0} transpose(%copy.1), dimensions={0}
+  ROOT %r = (s32[], f32[8]{0}) tuple(%i, %transpose.1)
+}
+
+%cond (t: (s32[], f32[8])) -> pred[] {
+  %t = (s32[], f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %n = s32[] constant(10)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%inner_body (t: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %t = (s32[], f32[8]{0}) parameter(0)
+  %x = f32[8]{0} get-tuple-element(%t), index=1
+  %i = s32[] get-tuple-element(%t), index=0
+  %e = f32[8]{0} exponential(%x)
+  ROOT %r = (s32[], f32[8]{0}) tuple(%i, %e)
+}
+
+%branch_a (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %a1 = f32[8]{0} sine(%x)
+  ROOT %a2 = f32[8]{0} cosine(%a1)
+}
+
+%branch_b (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  ROOT %b1 = f32[8]{0} sine(%x)
+}
+
+%small (t: (s32[], f32[8])) -> (s32[], f32[8]) {
+  %t = (s32[], f32[8]{0}) parameter(0)
+  ROOT %w = (s32[], f32[8]{0}) while(%t), condition=%cond, body=%inner_body, backend_config={"known_trip_count":{"n":"50"}}
+}
+
+ENTRY %main (x: f32[8], p: s32[]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %p = s32[] parameter(1)
+  %zero = s32[] constant(0)
+  %t0 = (s32[], f32[8]{0}) tuple(%zero, %x)
+  %w1 = (s32[], f32[8]{0}) while(%t0), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"10"}}
+  %w2 = (s32[], f32[8]{0}) while(%w1), condition=%cond, body=%body
+  %c = (s32[], f32[8]{0}) call(%w2), to_apply=%small, frontend_attributes={xla_cpu_small_call="true"}
+  %y = f32[8]{0} get-tuple-element(%c), index=1
+  %k = f32[8]{0} conditional(%p, %y, %y), branch_computations={%branch_a, %branch_b}
+  ROOT %out = f32[8]{0} copy(%k)
+}
+"""
+
+
+def test_static_estimate_of_synthetic_hlo():
+    result = estimate(SYNTHETIC_HLO)
+    # w1: 10 x 3 (fusion, copy, transpose); w2: unknown trip count, counted once (3);
+    # the small call: 1 kernel on CPU, 50 x 1 launches elsewhere; the conditional: its
+    # larger branch (2); the final copy: 1.
+    assert result.kernels == 30 + 3 + 1 + 2 + 1
+    assert result.launch_equivalent == 30 + 3 + 50 + 2 + 1
+    assert result.unknown_trip_count_loops == 1
+    assert result.conditionals == 1
+    trips = [(loop.trip_count, loop.body_kernels, loop.cpu_native) for loop in result.loops]
+    assert trips == [(10, 3, False), (None, 3, False), (50, 1, True)]
+    assert result.loops[0].condition_kernels == 1
+    assert result.copies_outside_loops == 1 and result.transposes_outside_loops == 0
+    assert result.copies_inside_loops == 2 and result.transposes_inside_loops == 2
+
+
+def test_static_estimate_rejects_text_without_entry():
+    with pytest.raises(ValueError, match="ENTRY"):
+        estimate("HloModule m\n")
+
+
+def test_parse_transfer_log():
+    log = "\n".join(
+        [
+            "W1122 guard_lib.cc:125] host-to-device transfer: ",
+            "W1122 guard_lib.cc:125] host-to-device transfer: aval=ShapedArray(float32[1000]), "
+            "dst_sharding=...",
+            "W1122 guard_lib.cc:125] host-to-device transfer: aval=ShapedArray(int32[], "
+            "weak_type=True)",
+            "W1122 guard_lib.cc:125] device-to-host transfer: aval=ShapedArray(float64[2,3])",
+            "unrelated line",
+        ]
+    )
+    cpu = parse_log(log, "cpu")
+    assert (cpu.h2d, cpu.h2d_bytes, cpu.h2d_unknown_size) == (3, 4004, 1)
+    assert cpu.d2h is None and cpu.note == CPU_D2H_NOTE
+    gpu = parse_log(log, "gpu")
+    assert (gpu.d2h, gpu.d2h_bytes, gpu.d2h_unknown_size) == (1, 48, 0) and gpu.note == ""
+
+
+def test_numpy_argument_in_a_loop_of_five_is_five_transfers():
+    f = jax.jit(lambda x: x * 2.0)
+    host = np.ones(1000, np.float32)
+    jax.block_until_ready(f(host))
+
+    def loop():
+        for _ in range(5):
+            out = f(host)
+        return out
+
+    counts = count_transfers(loop, "cpu")
+    assert counts.h2d == 5
+    device = jax.device_put(host)
+    assert count_transfers(lambda: f(device), "cpu").h2d == 0
+    assert count_transfers(lambda: f(device), "cpu").note == CPU_D2H_NOTE
+
+
+def test_explicit_put_has_its_bytes():
+    counts = count_transfers(lambda: jax.device_put(np.zeros((4, 8), np.float32)), "cpu")
+    assert counts.h2d == 1 and counts.h2d_bytes + 128 * counts.h2d_unknown_size >= 128
+
+
+def test_hidden_log_is_refused(monkeypatch):
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    with pytest.raises(TransferProbeError, match="TF_CPP_MIN_LOG_LEVEL=3"):
+        count_transfers(lambda: None, "cpu")
+
+
+def gpu_event(plane, line, name, **stats):
+    return TraceEvent(plane, line, name, 0.0, 1.0, stats)
+
+
+def test_gpu_parser_on_a_synthetic_trace():
+    gpu0, gpu1 = "/device:GPU:0", "/device:GPU:1"
+    stream = "Stream #14(compute)"
+    events = [
+        gpu_event(gpu0, stream, "loop_add_fusion", hlo_op="add_fusion"),
+        gpu_event(gpu0, stream, "loop_add_fusion", hlo_op="add_fusion"),
+        gpu_event(gpu1, stream, "gemm_kernel"),
+        gpu_event(gpu0, "XLA Ops", "add_fusion"),  # derived line: not counted again
+        gpu_event(gpu0, stream, "MemcpyH2D", memcpy_details="kind_src:pageable size:4096"),
+        gpu_event(gpu0, stream, "MemcpyD2H", memcpy_details="size:8 dest:0 async:0"),
+        gpu_event(gpu0, stream, "MemcpyD2D", memcpy_details="size:64", hlo_op="copy.3"),
+        gpu_event(gpu0, stream, "Memset"),
+        gpu_event("/host:CUPTI", "CUPTI", "cuLaunchKernel"),
+        gpu_event("/host:CUPTI", "CUPTI", "cuLaunchKernelEx"),
+        gpu_event("/host:CUPTI", "CUPTI", "cuGraphLaunch"),
+        gpu_event("/host:CPU", "python3", "cuLaunchKernel"),
+    ]
+    counts = count_gpu_events(events, command_buffers=False)
+    assert counts.kernels == 3
+    assert counts.kernels_by_device == {"GPU:0": 2, "GPU:1": 1}
+    assert counts.memcpy == {"MemcpyH2D": 1, "MemcpyD2H": 1}
+    assert counts.memcpy_bytes == {"MemcpyH2D": 4096, "MemcpyD2H": 8}
+    assert counts.xla_internal_memcpy == 1
+    assert counts.kernel_launch_calls == 2 and counts.graph_launches == 1
+    assert counts.command_buffers_during_profiling is False
+
+
+def test_command_buffer_environment():
+    env = with_command_buffers({"XLA_FLAGS": "--xla_dump_to=/tmp/x"})
+    assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {COMMAND_BUFFER_FLAG}"
+    assert command_buffers_enabled(env["XLA_FLAGS"])
+    assert with_command_buffers(env) == env
+    assert not command_buffers_enabled("")
+
+
+COSTS = {
+    "dispatch_queued_s": 10e-6,
+    "kernel_launch_s": 1e-6,
+    "h2d_latency_s": 50e-6,
+    "h2d_bytes_per_s": 1e9,
+    "d2h_latency_s": 20e-6,
+    "d2h_bytes_per_s": 1e9,
+}
+
+
+def test_decomposition_adds_up():
+    counts = {
+        "trace": {"dispatches": 100, "kernels": 1000},
+        "transfers": {"h2d": 10, "h2d_bytes": 1_000_000, "d2h": None},
+    }
+    result = decompose(0.01, counts, COSTS)
+    assert result["dispatch_s"] == pytest.approx(1e-3)
+    assert result["launch_s"] == pytest.approx(1e-3)
+    assert result["transfer_s"] == pytest.approx(10 * 50e-6 + 1e-3)
+    assert result["compute_s"] == pytest.approx(0.01 - 3.5e-3)
+    fractions = sum(result[f"{k}_fraction"] for k in ("dispatch", "launch", "transfer", "compute"))
+    assert fractions == pytest.approx(1.0) and not result["overlap"]
+
+
+def test_decomposition_flags_overlap_and_missing_counts():
+    counts = {"trace": {"dispatches": 10_000, "kernels": 0}, "transfers": {"h2d": 0}}
+    result = decompose(0.01, counts, COSTS)
+    assert result["overlap"] and result["compute_s"] == 0.0
+    assert "missing trace counts" in decompose(0.01, {}, COSTS)["error"]
