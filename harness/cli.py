@@ -1,4 +1,4 @@
-"""``scanbench list | run | report``.
+"""``scanbench list | run | profile | report``.
 
 Every error of scanbench's own (unknown names, bad values, unreadable results files) is
 printed as one line on stderr with exit code 2, never as a traceback.
@@ -76,6 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the counting passes (dispatches, kernels, transfers) and overheads",
     )
+
+    profile = commands.add_parser(
+        "profile", help="write a Perfetto/XProf trace of one cell and summarise its counts"
+    )
+    profile.add_argument("--scenario", required=True)
+    profile.add_argument("--scenario-file", help="a Python file defining SCENARIO")
+    profile.add_argument("--backend", required=True)
+    profile.add_argument("--size", default="smoke")
+    profile.add_argument("--dtype")
+    profile.add_argument("--seed", type=int, default=0)
+    profile.add_argument("--out", help="trace directory (default results/profile-<cell>)")
+    profile.add_argument("--top", type=int, default=10, help="kernels to list (default 10)")
+    profile.add_argument("--timeout", type=_positive(float, "--timeout"), default=1800.0)
 
     report = commands.add_parser("report", help="render stored results (never re-runs)")
     report.add_argument("results", nargs="+", help="results JSON files")
@@ -161,6 +174,50 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _profile(args: argparse.Namespace) -> int:
+    from harness.runner import profile_in_worker
+
+    (cell,) = select(
+        [args.scenario], [args.backend], args.size, args.dtype, args.seed, args.scenario_file
+    )
+    out = Path(args.out or f"results/profile-{cell.scenario}-{cell.backend}-{cell.size}")
+    out.mkdir(parents=True, exist_ok=True)
+    counts = profile_in_worker(cell, str(out.resolve()), args.timeout)
+    trace = counts.get("trace") or {}
+    print(f"trace of one call of {cell.label}: {out}")
+    print("  XProf/TensorBoard: --logdir that directory; Perfetto: its perfetto_trace.json.gz")
+    if "trace_error" in counts:
+        raise HarnessError(f"the trace failed: {counts['trace_error']}")
+    print(
+        f"dispatches: {trace['dispatches']}, executions: {trace['executions']}, "
+        f"kernels: {trace['kernels']}, device puts: {trace['device_puts']}"
+    )
+    print("dispatches by function:")
+    for name, count in trace["dispatches_by_function"].items():
+        print(f"  {count:>8}  {name}")
+    print(f"top {args.top} kernels by count:")
+    for name, count in list(trace["kernels_by_op"].items())[: args.top]:
+        print(f"  {count:>8}  {name}")
+    static = counts.get("static") or {}
+    if static.get("available"):
+        print(
+            f"static HLO estimate: {static['kernels']} kernels on this device, "
+            f"{static['launch_equivalent']} GPU launch equivalent"
+        )
+        for name, info in static["executables"].items():
+            for loop in info["loops"]:
+                print(
+                    f"  {name}: loop {loop['name']} x{loop['trip_count']}: "
+                    f"{loop['body_kernels']} kernels per iteration"
+                    + (" (one native kernel on CPU)" if loop["cpu_native"] else "")
+                )
+    transfers = counts.get("transfers") or {}
+    if transfers:
+        d2h = transfers["note"] or transfers["d2h"]
+        print(f"transfers: H2D {transfers['h2d']} ({transfers['h2d_bytes']} B logged), D2H {d2h}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from harness.store import write_text_atomic
 
@@ -178,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return {"list": _list, "run": _run, "report": _report}[args.command](args)
+        commands = {"list": _list, "run": _run, "profile": _profile, "report": _report}
+        return commands[args.command](args)
     except HarnessError as error:
         print(f"scanbench: error: {error}", file=sys.stderr)
         return 2

@@ -93,6 +93,17 @@ def run_cell_in_worker(
     return Record.from_json(data)
 
 
+def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, Any]:
+    """Trace one call of a cell in a fresh process, keeping the trace in ``log_dir``."""
+    with tempfile.TemporaryDirectory(prefix="scanbench-profile-") as tmp:
+        spec, out = Path(tmp, "spec.json"), Path(tmp, "counts.json")
+        spec.write_text(json.dumps(cell_spec(cell, TimingConfig())), encoding="utf-8")
+        data, error = _run_worker(["profile", str(spec), log_dir, str(out)], out, timeout_s)
+    if error is not None:
+        raise HarnessError(f"profiling {cell.label} failed: {error}")
+    return data
+
+
 def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
     """Environment metadata and memory bandwidth, measured in a fresh process."""
     with tempfile.TemporaryDirectory(prefix="scanbench-env-") as tmp:

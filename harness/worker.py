@@ -106,6 +106,23 @@ def run_cell(
     )
 
 
+def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
+    """Check one cell, then trace one warm call into ``log_dir`` and count it."""
+    from harness.environment import device_info
+
+    scenario = get_scenario(cell.scenario, cell.scenario_file)
+    backend = scenario.backend(cell.backend)
+    size = scenario.size(cell.size)
+    configure_jax(cell.dtype)
+    inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+    prepared = backend.prepare(inputs, size)
+    output, _ = time_call(backend.run, prepared)
+    scenario.check(backend.to_reference(output), scenario.reference(inputs), cell.dtype)
+    from harness.counting import count_cell
+
+    return count_cell(backend, prepared, device_info()["platform"], log_dir=log_dir)
+
+
 def cell_spec(
     cell: Cell, timing: TimingConfig, probes: bool = True, counts_only: bool = False
 ) -> dict[str, Any]:
@@ -128,13 +145,20 @@ def main(argv: list[str]) -> int:
         )
         write_json_atomic(argv[2], record.to_json())
         return 0
+    if len(argv) == 4 and argv[0] == "profile":
+        spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+        write_json_atomic(argv[3], profile_cell(Cell(**spec["cell"]), argv[2]))
+        return 0
     if len(argv) == 2 and argv[0] == "environment":
         from harness.environment import collect
         from harness.probes.overheads import measure_all
 
         write_json_atomic(argv[1], {**collect(), "overheads": measure_all()})
         return 0
-    print("usage: python -m harness.worker (cell SPEC OUT | environment OUT)", file=sys.stderr)
+    print(
+        "usage: python -m harness.worker (cell SPEC OUT | profile SPEC DIR OUT | environment OUT)",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -6,6 +6,12 @@ Derived columns (all from stored values; nothing is re-measured):
     gbps                            work["bytes"] / median / 1e9, when the work has bytes
     x_fastest                       median / fastest median in the same table
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
+    dispatches, executions          per call, from the profiler trace
+    kernels_trace, kernels_static   kernels executed on this device (trace / static HLO)
+    launch_equivalent               static: body kernels x trip count (GPU launches)
+    h2d, h2d_bytes, h2d_unknown     host-to-device transfers per call (transfer guard)
+    d2h, d2h_bytes, d2h_note        device-to-host per call ("zero-copy on CPU" on CPU)
+    dispatch_pct, launch_pct, transfer_pct, compute_pct   the time decomposition
 """
 
 from __future__ import annotations
@@ -23,6 +29,38 @@ def _device_label(device: dict, environment: dict) -> str:
     platform = device.get("platform") or environment.get("platform") or "?"
     kind = device.get("device_kind") or environment.get("device_kind") or "?"
     return f"{platform}:{kind}"
+
+
+def _count_columns(counts: dict, decomposition: dict) -> dict:
+    trace = counts.get("trace") or {}
+    static = counts.get("static") or {}
+    transfers = counts.get("transfers") or {}
+    calls = counts.get("calls") or 1
+    row = {
+        "dispatches": _per_call(trace.get("dispatches"), calls),
+        "executions": _per_call(trace.get("executions"), calls),
+        "kernels_trace": _per_call(trace.get("kernels"), calls),
+        "kernels_static": static.get("kernels") if static.get("available") else None,
+        "launch_equivalent": static.get("launch_equivalent") if static.get("available") else None,
+        "h2d": _per_call(transfers.get("h2d"), calls),
+        "h2d_bytes": _per_call(transfers.get("h2d_bytes"), calls),
+        "h2d_unknown": _per_call(transfers.get("h2d_unknown_size"), calls),
+        "d2h": _per_call(transfers.get("d2h"), calls),
+        "d2h_bytes": _per_call(transfers.get("d2h_bytes"), calls),
+        "d2h_note": transfers.get("note", ""),
+        "probe_errors": "; ".join(
+            f"{key}: {value}" for key, value in counts.items() if key.endswith("_error")
+        ),
+    }
+    for part in ("dispatch", "launch", "transfer", "compute"):
+        fraction = decomposition.get(f"{part}_fraction")
+        row[f"{part}_pct"] = None if fraction is None else 100.0 * fraction
+    row["overlap"] = bool(decomposition.get("overlap"))
+    return row
+
+
+def _per_call(value, calls: int):
+    return None if value is None else value / calls
 
 
 def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.DataFrame:
@@ -67,6 +105,7 @@ def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.D
                     "throughput": work.get(unit) / median if unit in work and median else None,
                     "gbps": work["bytes"] / median / 1e9 if "bytes" in work and median else None,
                     "bound_s": work["bytes"] / bandwidth if "bytes" in work and bandwidth else None,
+                    **_count_columns(dict(record.counts), dict(record.decomposition)),
                 }
             )
     frame = pd.DataFrame(rows)

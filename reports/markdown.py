@@ -52,6 +52,54 @@ def _environment_block(runs: Sequence[Run]) -> list[str]:
     return lines
 
 
+def _count(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def _transfers(count, nbytes, unknown) -> str:
+    if count is None or (isinstance(count, float) and math.isnan(count)):
+        return "-"
+    text = _count(count)
+    if count and unknown == count:
+        text += " (size not logged)"
+    elif count:
+        text += f" ({_number(nbytes)}B"
+        text += f" + {_count(unknown)} of unknown size)" if unknown else ")"
+    return text
+
+
+def _pct(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.0f}%"
+
+
+def _counts_table(ok: pd.DataFrame) -> pd.DataFrame:
+    d2h = [
+        row.d2h_note if row.d2h_note and pd.isna(row.d2h) else _transfers(row.d2h, row.d2h_bytes, 0)
+        for row in ok.itertuples()
+    ]
+    return pd.DataFrame(
+        {
+            "backend": ok["backend"],
+            "dispatches": ok["dispatches"].map(_count),
+            "kernels (trace)": ok["kernels_trace"].map(_count),
+            "kernels (static)": ok["kernels_static"].map(_count),
+            "GPU launch equiv.": ok["launch_equivalent"].map(_count),
+            "H2D": [_transfers(r.h2d, r.h2d_bytes, r.h2d_unknown) for r in ok.itertuples()],
+            "D2H": d2h,
+            "dispatch": ok["dispatch_pct"].map(_pct),
+            "launch": ok["launch_pct"].map(_pct),
+            "transfer": ok["transfer_pct"].map(_pct),
+            "compute": [
+                _pct(r.compute_pct) + (" (overlap)" if r.overlap else "") for r in ok.itertuples()
+            ],
+        }
+    )
+
+
 def render(runs: Sequence[Run]) -> str:
     """Per scenario, size, dtype and device: one table of the backends that ran, then the
     failed and skipped cells with their errors, then the environment of each run."""
@@ -85,6 +133,11 @@ def render(runs: Sequence[Run]) -> str:
             )
             out.append(table.to_markdown(index=False, disable_numparse=True))
             out.append("")
+            if ok["dispatches"].notna().any():
+                out.append("Where the time goes (per call):")
+                out.append("")
+                out.append(_counts_table(ok).to_markdown(index=False, disable_numparse=True))
+                out.append("")
         bad = group[group["status"] != "ok"]
         for row in bad.itertuples():
             first_line = row.error.splitlines()[0] if row.error else ""
@@ -104,5 +157,10 @@ COLUMN_HELP = (
     "warm-up; every call waits for its result); *compile*: untimed prepare (device "
     "placement + JIT/Numba compilation); *x fastest*: median / fastest median in the table; "
     "*x BW bound*: median / (minimum bytes moved / measured memory bandwidth), 1.0 would be "
-    "a solver running at memory speed."
+    "a solver running at memory speed. Per call: *dispatches* (executable launches from the "
+    "host, profiler trace); *kernels (trace)*: kernels executed on this device; *kernels "
+    "(static)*: the same estimated from optimized HLO; *GPU launch equiv.*: loop body "
+    "kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers under "
+    "jax.transfer_guard (bytes when logged); *dispatch/launch/transfer/compute*: counts x "
+    "unit costs measured in the same run, compute = the rest of the median."
 )

@@ -11,7 +11,7 @@ import pytest
 
 from harness.cli import main
 from harness.registry import Cell
-from harness.runner import run_cell_in_worker
+from harness.runner import measure_cell
 from harness.store import load_run
 from harness.timing import TimingConfig
 
@@ -50,12 +50,34 @@ def test_run_with_failing_cells(tmp_path):
     assert markdown in result.stdout
 
 
-def test_worker_runs_a_registered_scenario_cell():
+def test_worker_runs_a_registered_scenario_cell_with_counts_and_decomposition():
     cell = Cell("tridiagonal", "scanned-time-major", "smoke", "float32")
-    record = run_cell_in_worker(cell, TimingConfig(min_time_s=0.01, min_count=3), 300)
+    costs = {
+        "dispatch_queued_s": 1e-5,
+        "kernel_launch_s": 1e-7,
+        "h2d_latency_s": 1e-5,
+        "h2d_bytes_per_s": 1e9,
+    }
+    record = measure_cell(
+        cell, TimingConfig(min_time_s=0.01, min_count=3), 300, {"overheads": costs}
+    )
     assert record.status == "ok", record.error
     assert record.x64 is False and record.max_error < 1e-4
     assert record.work["systems"] == 1_000 and record.prepare_s > 0
+    trace = record.counts["trace"]
+    assert trace["dispatches"] == 1 and trace["kernels"] == record.counts["static"]["kernels"]
+    assert record.counts["transfers"]["h2d"] == 0
+    assert record.decomposition["launch_s"] == pytest.approx(trace["kernels"] * 1e-7)
+
+
+def test_profile_command_writes_a_trace(tmp_path):
+    out = tmp_path / "trace"
+    command = [sys.executable, "-m", "harness.cli", "profile", "--scenario", "tridiagonal"]
+    command += ["--backend", "sequential-jax", "--size", "smoke", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "100  jit(_forward_column)" in result.stdout
+    assert list(out.rglob("*.xplane.pb")) and list(out.rglob("perfetto_trace.json.gz"))
 
 
 def run_cli(capsys, *argv):

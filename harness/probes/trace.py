@@ -178,7 +178,8 @@ def recording(log_dir: str | None = None) -> Iterator[list[TraceEvent]]:
     """Record a ``jax.profiler`` trace of the block; the list is filled on exit.
 
     Args:
-        log_dir: keep the trace there (TensorBoard/XProf layout); a temp dir otherwise.
+        log_dir: keep the trace there (XProf/TensorBoard layout, plus a
+            ``perfetto_trace.json.gz`` for ui.perfetto.dev); a temp dir otherwise.
     """
     import jax
 
@@ -187,7 +188,8 @@ def recording(log_dir: str | None = None) -> Iterator[list[TraceEvent]]:
     options.python_tracer_level = 0
     with contextlib.ExitStack() as stack:
         directory = log_dir or stack.enter_context(tempfile.TemporaryDirectory())
-        with jax.profiler.trace(directory, profiler_options=options):
+        keep = log_dir is not None
+        with jax.profiler.trace(directory, create_perfetto_trace=keep, profiler_options=options):
             yield events
         files = sorted(
             glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True),
