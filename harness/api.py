@@ -110,6 +110,9 @@ class Backend:
         executables: optional ``executables(prepared) -> {name: (compiled, calls_per_run)}``
             giving the compiled JAX executables one ``run`` launches (for the static HLO
             kernel estimate); ``jax_backend`` fills it in.
+        estimate: optional ``estimate(inputs, size) -> {"estimated_s": ...}``: a partial
+            run extrapolated to a whole one, stored with a *skipped* record so a backend
+            too slow for a size is reported with its expected cost, not dropped.
     """
 
     name: str
@@ -122,6 +125,7 @@ class Backend:
     sizes: frozenset[str] | None = None
     skip_reason: str = ""
     executables: Callable[[Any], Mapping[str, tuple[Any, int]]] | None = None
+    estimate: Callable[[Any, Size], Mapping[str, float]] | None = None
 
     def runs_at(self, size_name: str) -> bool:
         return self.sizes is None or size_name in self.sizes
@@ -142,6 +146,8 @@ class Scenario:
         backends: the backends, keyed by name (the CLI choices), in display order.
         throughput_unit: the key of ``work`` that throughput is reported in.
         dtypes: the dtypes this scenario supports; the first is the default.
+        describe_output: optional ``describe_output(output) -> dict`` stored with each
+            record (e.g. the best fitness per generation and the tuned parameters).
     """
 
     name: str
@@ -154,6 +160,7 @@ class Scenario:
     backends: Mapping[str, Backend]
     throughput_unit: str
     dtypes: tuple[str, ...] = ("float64", "float32")
+    describe_output: Callable[[Any], Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         for required in ("smoke", "default"):

@@ -22,9 +22,23 @@ def _tridiagonal() -> Scenario:
     return SCENARIO
 
 
+def _mppi() -> Scenario:
+    from scenarios.mppi_tuning import SCENARIO
+
+    return SCENARIO
+
+
+def _mppi_cartpole() -> Scenario:
+    from scenarios.mppi_tuning import CARTPOLE_SCENARIO
+
+    return CARTPOLE_SCENARIO
+
+
 # name -> loader; loaders import lazily so `scanbench list` of one scenario stays cheap.
 SCENARIOS: Mapping[str, Callable[[], Scenario]] = {
     "tridiagonal": _tridiagonal,
+    "mppi_tuning": _mppi,
+    "mppi_tuning_cartpole": _mppi_cartpole,
 }
 
 

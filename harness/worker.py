@@ -35,6 +35,23 @@ def configure_jax(dtype: str) -> bool:
     return x64
 
 
+def _skipped(scenario, backend, size, cell: Cell, base: dict[str, Any]) -> Record:
+    """A skipped record, with the backend's extrapolated cost when it can estimate one."""
+    reason = backend.skip_reason or "backend does not run at this size"
+    message = f"skipped at size {size.name!r}: {reason}"
+    extra: dict[str, Any] = {}
+    if backend.estimate is not None:
+        try:
+            configure_jax(cell.dtype)
+            inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+            extra = dict(backend.estimate(inputs, size))
+            estimated = extra["estimated_s"]
+            message += f"; estimated {estimated:.3g} s per run (partial run, extrapolated)"
+        except Exception as error:  # the estimate is informative; the skip stands anyway
+            extra = {"estimate_error": f"{type(error).__name__}: {error}"}
+    return Record(status="skipped", error=message, extra=extra, **base)
+
+
 def run_cell(
     cell: Cell, timing: TimingConfig, probes: bool = True, counts_only: bool = False
 ) -> Record:
@@ -61,8 +78,7 @@ def run_cell(
         "work": dict(scenario.work(size, cell.dtype)),
     }
     if not backend.runs_at(size.name):
-        reason = backend.skip_reason or "backend does not run at this size"
-        return Record(status="skipped", error=f"skipped at size {size.name!r}: {reason}", **base)
+        return _skipped(scenario, backend, size, cell, base)
     try:
         from harness.environment import device_info
 
@@ -75,6 +91,7 @@ def run_cell(
         prepare_s = time.perf_counter() - start
         output, first_call_s = time_call(backend.run, prepared)
         max_error = scenario.check(backend.to_reference(output), expected, cell.dtype)
+        described = scenario.describe_output(output) if scenario.describe_output else None
         samples: tuple[float, ...] = ()
         if not counts_only:
             samples, last = repeat(backend.run, prepared, timing)
@@ -102,6 +119,7 @@ def run_cell(
         max_error=max_error,
         wall_s=time.perf_counter() - started,
         counts=counts,
+        extra={"output": dict(described)} if described else {},
         **base,
     )
 

@@ -47,8 +47,8 @@ def test_ratios_and_throughput():
 
 
 def test_all_failed_cells_render():
-    text = render([run_of(record("a", "failed", error="MismatchError: off\ntrace"))])
-    assert "**a** failed: MismatchError: off" in text and "trace" not in text
+    text = render([run_of(record("a", "failed", error="MismatchError: off\nTraceback-line"))])
+    assert "**a** failed: MismatchError: off" in text and "Traceback-line" not in text
 
 
 def test_format_seconds():

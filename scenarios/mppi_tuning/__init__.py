@@ -1,0 +1,61 @@
+"""MPPI autotuning: CMA-ES over (lambda, sigma) of a pure MPPI controller.
+
+Two scenarios share this package: ``mppi_tuning`` (damped pendulum swing-up) and
+``mppi_tuning_cartpole`` (cart-pole swing-up). Backends, in display order, are listed
+explicitly in ``backends()``; the dict keys are the CLI names.
+"""
+
+from __future__ import annotations
+
+from harness.api import Backend, Scenario
+from scenarios.mppi_tuning.cma_loops import library_backend, numba_backend
+from scenarios.mppi_tuning.jax_loops import scanned_backend, sequential_backend, vmapped_backend
+from scenarios.mppi_tuning.problem import check, make_inputs, reference, sizes, work
+from scenarios.mppi_tuning.tuning import describe
+
+
+def backends() -> list[Backend]:
+    return [
+        sequential_backend(
+            "sequential-eager",
+            jit_controller=False,
+            description="Python loop over candidates, controller called eagerly (recompiles)",
+            sizes=frozenset({"smoke"}),
+            skip_reason="the eager controller retraces and recompiles its scan on every call",
+        ),
+        sequential_backend(
+            "sequential",
+            jit_controller=True,
+            description="the real-world loop: np.array(x) -> holder, 1 jitted call per step",
+        ),
+        vmapped_backend(
+            "vmapped", description="ask/tell in Python, one jitted vmapped evaluate per gen"
+        ),
+        scanned_backend("scanned", description="the whole ask-evaluate-tell loop in lax.scan"),
+        numba_backend("numba", description="cma CMA-ES + Numba prange evaluation (CPU native)"),
+        library_backend("library", description="cma CMA-ES + the vmapped JAX evaluation"),
+    ]
+
+
+def make_scenario(name: str, system: str, description: str) -> Scenario:
+    return Scenario(
+        name=name,
+        description=description,
+        sizes=sizes(system),
+        make_inputs=make_inputs,
+        reference=reference,
+        check=check,
+        work=work,
+        backends={backend.name: backend for backend in backends()},
+        throughput_unit="candidate_evaluations",
+        dtypes=("float32",),
+        describe_output=describe,
+    )
+
+
+SCENARIO = make_scenario(
+    "mppi_tuning", "pendulum", "CMA-ES tuning of MPPI (lambda, sigma): pendulum swing-up"
+)
+CARTPOLE_SCENARIO = make_scenario(
+    "mppi_tuning_cartpole", "cartpole", "CMA-ES tuning of MPPI (lambda, sigma): cart-pole"
+)

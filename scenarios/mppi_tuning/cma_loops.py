@@ -1,0 +1,125 @@
+"""The ``cma`` package's CMA-ES driving either the Numba evaluation (``numba``, the
+CPU-native reference) or the vmapped JAX evaluation (``library``: what a user would pick
+instead of evosax). Same objective, same episode keys per generation, same bounds
+(cma's own bound handling on the log-parameter box), same initial mean and step size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from harness.api import Backend, Size, Strategy
+from scenarios.mppi_tuning import numba_mppi
+from scenarios.mppi_tuning.controller import LOG_LOWER, LOG_UPPER, Config
+from scenarios.mppi_tuning.objective import (
+    episode_keys,
+    episode_noise,
+    evaluate_population,
+    generation_key,
+)
+from scenarios.mppi_tuning.problem import MppiInputs
+from scenarios.mppi_tuning.tuning import INITIAL_CANDIDATE, TuningResult
+
+Evaluator = Callable[[jax.Array, np.ndarray], np.ndarray]
+
+
+def tune_with_cma(config: Config, seed: int, evaluate_generation: Evaluator) -> TuningResult:
+    """G generations of cma's CMA-ES; ``evaluate_generation(gen_key, population)``."""
+    import cma
+
+    options = {
+        "popsize": config.population,
+        "seed": seed + 1,  # cma treats seed 0 as "random"
+        "bounds": [list(LOG_LOWER), list(LOG_UPPER)],
+        "verbose": -9,
+        "verb_log": 0,
+        "verb_disp": 0,
+    }
+    strategy = cma.CMAEvolutionStrategy(list(INITIAL_CANDIDATE), config.sigma_init, options)
+    root = jax.random.key_data(jax.random.key(seed))
+    best_candidate, best_fitness = [], []
+    for generation in range(config.generations):
+        solutions = strategy.ask()
+        population = np.asarray(solutions, np.float32)
+        fitness = evaluate_generation(generation_key(root, generation), population)
+        strategy.tell(solutions, fitness.tolist())
+        best = int(np.argmin(fitness))
+        best_candidate.append(population[best])
+        best_fitness.append(fitness[best])
+    return TuningResult(
+        np.stack(best_candidate),
+        np.asarray(best_fitness, np.float32),
+        np.asarray(strategy.mean, np.float32),
+    )
+
+
+def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
+    config = inputs.config
+    numba_mppi.compile_for(config.system)
+    noise = jax.jit(lambda keys: episode_noise(keys, config))
+    example = episode_keys(jax.random.key_data(jax.random.key(0)), config.episodes)
+    jax.block_until_ready(noise(example))
+
+    def evaluate_generation(gen_key, population):
+        draws, starts = noise(episode_keys(gen_key, config.episodes))
+        z = np.clip(population.astype(np.float64), LOG_LOWER, LOG_UPPER)
+        return numba_mppi.evaluate_population(
+            numba_mppi.SYSTEM_CODES[config.system],
+            np.exp(z[:, 0]),
+            np.exp(z[:, 1]),
+            np.asarray(draws),
+            np.asarray(starts),
+            config.dt,
+            config.dynamics.u_max,
+        )
+
+    return {"inputs": inputs, "evaluate": evaluate_generation}
+
+
+def _library_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
+    config = inputs.config
+    keys = episode_keys(jax.random.key_data(jax.random.key(0)), config.episodes)
+    population = jnp.zeros((config.population, 2), jnp.float32)
+    compiled = (
+        jax.jit(lambda k, p: evaluate_population(k, p, config)).lower(keys, population).compile()
+    )
+
+    def evaluate_generation(gen_key, population):
+        return np.asarray(compiled(episode_keys(gen_key, config.episodes), population))
+
+    return {"inputs": inputs, "evaluate": evaluate_generation, "compiled": compiled}
+
+
+def _run(prepared: dict[str, Any]) -> TuningResult:
+    inputs: MppiInputs = prepared["inputs"]
+    return tune_with_cma(inputs.config, inputs.seed, prepared["evaluate"])
+
+
+def numba_backend(name: str, **kwargs) -> Backend:
+    return Backend(
+        name=name,
+        strategy=Strategy.NUMBA,
+        engine="numba",
+        prepare=_numba_prepare,
+        run=_run,
+        **kwargs,
+    )
+
+
+def library_backend(name: str, **kwargs) -> Backend:
+    return Backend(
+        name=name,
+        strategy=Strategy.LIBRARY,
+        engine="jax",
+        prepare=_library_prepare,
+        run=_run,
+        executables=lambda prepared: {
+            "evaluate_population": (prepared["compiled"], prepared["inputs"].config.generations)
+        },
+        **kwargs,
+    )

@@ -1,0 +1,147 @@
+"""MPPI tuning as a scenario: sizes, inputs, work units, reference check.
+
+The "inputs" are the static configuration and the seed of the root key: every backend
+derives the same generation, ask, tell and episode keys from them (``objective``).
+The check re-evaluates, with the reference JAX objective on the same keys, the best
+candidate each backend reports for every generation: a backend whose fitness values
+disagree with the objective fails, whatever optimizer drove it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from harness.api import MismatchError, Size, UnknownNameError
+from scenarios.mppi_tuning.controller import Config
+from scenarios.mppi_tuning.objective import episode_keys, evaluate, generation_key
+
+# Relative tolerance of a reported fitness against the reference objective. JAX
+# backends agree to ~1e-6; the Numba evaluation (same noise, float64 arithmetic) differs
+# by closed-loop amplification of rounding, measured below 1e-3 on these tasks.
+RTOL = {"float32": 5e-3}
+DT = 0.1
+
+
+def _size(name: str, description: str, **params: Any) -> Size:
+    return Size(name, params, description)
+
+
+def sizes(system: str) -> dict[str, Size]:
+    base = {"system": system, "dt": DT}
+    return {
+        "smoke": _size(
+            "smoke",
+            "tests and CI",
+            population=8,
+            generations=2,
+            samples=32,
+            horizon=10,
+            control_steps=5,
+            episodes=1,
+            **base,
+        ),
+        "default": _size(
+            "default",
+            "nox -s bench",
+            population=64,
+            generations=20,
+            samples=256,
+            horizon=20,
+            control_steps=20,
+            episodes=2,
+            **base,
+        ),
+        "large": _size(
+            "large",
+            "a GPU or a patient CPU",
+            population=1024,
+            generations=20,
+            samples=1024,
+            horizon=20,
+            control_steps=20,
+            episodes=2,
+            **base,
+        ),
+    }
+
+
+class MppiInputs(NamedTuple):
+    config: Config
+    seed: int
+
+
+def make_config(size: Size) -> Config:
+    return Config(**dict(size.params))
+
+
+def make_inputs(size: Size, seed: int, dtype: str) -> MppiInputs:
+    if dtype != "float32":
+        raise UnknownNameError("dtype", dtype, ["float32"], "the MPPI scenarios")
+    return MppiInputs(make_config(size), seed)
+
+
+def work(size: Size, dtype: str) -> dict[str, float]:
+    p = size.params
+    evaluations = p["population"] * p["generations"]
+    steps = evaluations * p["episodes"] * p["control_steps"] * p["samples"] * p["horizon"]
+    return {
+        "candidate_evaluations": float(evaluations),
+        "dynamics_steps": float(steps),
+        "generations": float(p["generations"]),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """The reference objective, jitted and vmapped over generations."""
+
+    inputs: MppiInputs
+
+    def fitness_of(self, candidates: np.ndarray) -> np.ndarray:
+        config = self.inputs.config
+        root = jax.random.key_data(jax.random.key(self.inputs.seed))
+
+        def one(generation, z):
+            keys = episode_keys(generation_key(root, generation), config.episodes)
+            return evaluate(keys, z, config)
+
+        generations = jnp.arange(config.generations)
+        fitness = jax.jit(jax.vmap(one))(generations, jnp.asarray(candidates, jnp.float32))
+        return np.asarray(fitness, np.float64)
+
+
+def reference(inputs: MppiInputs) -> Reference:
+    return Reference(inputs)
+
+
+def check(output: Any, expected: Reference, dtype: str) -> float:
+    """Re-evaluate each generation's reported best candidate; return the max rel. error."""
+    tolerance = RTOL[dtype]
+    config = expected.inputs.config
+    candidates = np.asarray(output.best_candidate)
+    reported = np.asarray(output.best_fitness, np.float64)
+    if candidates.shape != (config.generations, 2) or reported.shape != (config.generations,):
+        raise MismatchError(
+            f"tuning result has shapes {candidates.shape} and {reported.shape}, expected "
+            f"({config.generations}, 2) and ({config.generations},)",
+            float("inf"),
+            tolerance,
+        )
+    if not (np.all(np.isfinite(reported)) and np.all(np.isfinite(output.final_mean))):
+        raise MismatchError("tuning result has non-finite values", float("inf"), tolerance)
+    recomputed = expected.fitness_of(candidates)
+    error = np.abs(reported - recomputed) / np.maximum(np.abs(recomputed), 1e-6)
+    worst = int(np.argmax(error))
+    if error[worst] > tolerance:
+        raise MismatchError(
+            f"generation {worst}: reported best fitness {reported[worst]:.6g}, the reference "
+            f"objective gives {recomputed[worst]:.6g} for that candidate",
+            float(error[worst]),
+            tolerance,
+        )
+    return float(error.max())
