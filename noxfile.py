@@ -32,7 +32,7 @@ def bench(session: nox.Session) -> None:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = f"results/bench-{stamp}.json"
     md = f"results/bench-{stamp}.md"
-    args = list(session.posargs) or ["--size", "default"]
+    args = list(session.posargs) or ["--size", "default", "--min-count", "3"]
     session.run("scanbench", "run", *args, "--out", out, "--md", md)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
