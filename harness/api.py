@@ -148,6 +148,10 @@ class Scenario:
         dtypes: the dtypes this scenario supports; the first is the default.
         describe_output: optional ``describe_output(output) -> dict`` stored with each
             record (e.g. the best fitness per generation and the tuned parameters).
+        counting_size: optional ``counting_size(size) -> (smaller_size, scale)``: the
+            counting passes (whose traces grow with every event) run on the smaller size,
+            and ``scale`` converts its counts to one call at ``size`` (e.g. one generation
+            of G: scale G). Counts stay exact per unit; per call they are scaled.
     """
 
     name: str
@@ -161,6 +165,7 @@ class Scenario:
     throughput_unit: str
     dtypes: tuple[str, ...] = ("float64", "float32")
     describe_output: Callable[[Any], Mapping[str, Any]] | None = None
+    counting_size: Callable[[Size], tuple[Size, float]] | None = None
 
     def __post_init__(self) -> None:
         for required in ("smoke", "default"):

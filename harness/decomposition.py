@@ -36,14 +36,16 @@ def decompose(
     ]
     if missing:
         return {"error": f"cannot decompose: missing {', '.join(missing)}"}
-    dispatch = trace["dispatches"] * costs["dispatch_queued_s"]
+    scale = counts.get("scale", 1.0)  # counts made on a smaller size -> one call
+    dispatch = scale * trace["dispatches"] * costs["dispatch_queued_s"]
     launch_cost = costs.get("kernel_launch_s")
-    launch = trace["kernels"] * launch_cost if launch_cost is not None else 0.0
+    launch = scale * trace["kernels"] * launch_cost if launch_cost is not None else 0.0
     transfer = transfers["h2d"] * costs["h2d_latency_s"]
     transfer += transfers.get("h2d_bytes", 0) / costs["h2d_bytes_per_s"]
     if transfers.get("d2h"):
         transfer += transfers["d2h"] * costs["d2h_latency_s"]
         transfer += (transfers.get("d2h_bytes") or 0) / costs["d2h_bytes_per_s"]
+    transfer *= scale
     overhead = dispatch + launch + transfer
     compute = median_s - overhead
     result: dict[str, Any] = {

@@ -52,6 +52,20 @@ def _skipped(scenario, backend, size, cell: Cell, base: dict[str, Any]) -> Recor
     return Record(status="skipped", error=message, extra=extra, **base)
 
 
+def _counts(scenario, backend, size, cell: Cell, prepared, device) -> dict[str, Any]:
+    """Counting passes on this size, or on the scenario's smaller counting size."""
+    from harness.counting import count_cell
+
+    if scenario.counting_size is None:
+        return {**count_cell(backend, prepared, device["platform"]), "scale": 1.0}
+    small, scale = scenario.counting_size(size)
+    inputs = scenario.make_inputs(small, cell.seed, cell.dtype)
+    small_prepared = backend.prepare(inputs, small)
+    time_call(backend.run, small_prepared)  # warm: compile-on-first-call paths
+    counts = count_cell(backend, small_prepared, device["platform"])
+    return {**counts, "scale": float(scale), "counted_at": dict(small.params)}
+
+
 def run_cell(
     cell: Cell, timing: TimingConfig, probes: bool = True, counts_only: bool = False
 ) -> Record:
@@ -99,9 +113,7 @@ def run_cell(
             max_error = max(max_error, last_error)
         counts: dict[str, Any] = {}
         if probes or counts_only:
-            from harness.counting import count_cell
-
-            counts = count_cell(backend, prepared, base["device"]["platform"])
+            counts = _counts(scenario, backend, size, cell, prepared, base["device"])
     except Exception as error:  # a failed cell is stored with its error; the run goes on
         return Record(
             status="failed",

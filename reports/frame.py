@@ -35,13 +35,17 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
     trace = counts.get("trace") or {}
     static = counts.get("static") or {}
     transfers = counts.get("transfers") or {}
-    calls = counts.get("calls") or 1
+    calls = (counts.get("calls") or 1) / counts.get("scale", 1.0)  # scaled to one call
     row = {
         "dispatches": _per_call(trace.get("dispatches"), calls),
         "executions": _per_call(trace.get("executions"), calls),
         "kernels_trace": _per_call(trace.get("kernels"), calls),
-        "kernels_static": static.get("kernels") if static.get("available") else None,
-        "launch_equivalent": static.get("launch_equivalent") if static.get("available") else None,
+        "kernels_static": _per_call(static.get("kernels"), calls)
+        if static.get("available")
+        else None,
+        "launch_equivalent": _per_call(static.get("launch_equivalent"), calls)
+        if static.get("available")
+        else None,
         "h2d": _per_call(transfers.get("h2d"), calls),
         "h2d_bytes": _per_call(transfers.get("h2d_bytes"), calls),
         "h2d_unknown": _per_call(transfers.get("h2d_unknown_size"), calls),

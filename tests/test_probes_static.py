@@ -221,3 +221,14 @@ def test_decomposition_flags_overlap_and_missing_counts():
     result = decompose(0.01, counts, COSTS)
     assert result["overlap"] and result["compute_s"] == 0.0
     assert "missing trace counts" in decompose(0.01, {}, COSTS)["error"]
+
+
+def test_decomposition_scales_counts_made_on_a_smaller_size():
+    counts = {
+        "trace": {"dispatches": 10, "kernels": 0},
+        "transfers": {"h2d": 1, "h2d_bytes": 0},
+        "scale": 20.0,
+    }
+    result = decompose(1.0, counts, COSTS)
+    assert result["dispatch_s"] == pytest.approx(20 * 10 * 10e-6)
+    assert result["transfer_s"] == pytest.approx(20 * 50e-6)
