@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,3 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         except (StoreError, TypeError, ValueError) as error:
             raise StoreError(f"{source}: record {index}: {error}") from None
     return Run(data["environment"], data["invocation"], tuple(records))
-
-
-def merge_records(runs: Sequence[Run]) -> list[Record]:
-    return [record for run in runs for record in run.records]

@@ -16,8 +16,6 @@ from harness.registry import get_scenario
 from scenarios.mppi_tuning import numba_mppi
 from scenarios.mppi_tuning.cma_loops import tune_with_cma
 from scenarios.mppi_tuning.controller import (
-    LOG_LOWER,
-    LOG_UPPER,
     Config,
     check_bounds,
     params_from_candidate,
@@ -69,16 +67,7 @@ def test_sequential_vmapped_and_numba_evaluations_agree(scenario_name):
         sequential.append(_sequential_evaluate(prepared, holder, keys))
     np.testing.assert_allclose(sequential, vmapped, rtol=1e-5)
     noise, starts = episode_noise(keys, config)
-    z = np.clip(POPULATION.astype(np.float64), LOG_LOWER, LOG_UPPER)
-    numba = numba_mppi.evaluate_population(
-        numba_mppi.SYSTEM_CODES[config.system],
-        np.exp(z[:, 0]),
-        np.exp(z[:, 1]),
-        np.asarray(noise),
-        np.asarray(starts),
-        config.dt,
-        config.dynamics.u_max,
-    )
+    numba = numba_mppi.evaluate_candidates(config, POPULATION, noise, starts)
     np.testing.assert_allclose(numba, vmapped, rtol=1e-3)
     assert np.ptp(vmapped) > 0.05  # the candidates really differ
 

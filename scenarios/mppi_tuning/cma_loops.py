@@ -67,16 +67,7 @@ def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
 
     def evaluate_generation(gen_key, population):
         draws, starts = noise(episode_keys(gen_key, config.episodes))
-        z = np.clip(population.astype(np.float64), LOG_LOWER, LOG_UPPER)
-        return numba_mppi.evaluate_population(
-            numba_mppi.SYSTEM_CODES[config.system],
-            np.exp(z[:, 0]),
-            np.exp(z[:, 1]),
-            np.asarray(draws),
-            np.asarray(starts),
-            config.dt,
-            config.dynamics.u_max,
-        )
+        return numba_mppi.evaluate_candidates(config, population, draws, starts)
 
     return {"inputs": inputs, "evaluate": evaluate_generation}
 

@@ -30,7 +30,6 @@ from scenarios.mppi_tuning.controller import (
     Config,
     Params,
     command,
-    params_from_candidate,
 )
 from scenarios.mppi_tuning.objective import (
     ask_key,
@@ -60,11 +59,22 @@ class ConfigHolder:
 # ---------------------------------------------------------------- sequential loops
 
 
+def _strategy_prepare(inputs: MppiInputs) -> dict[str, Any]:
+    """The evosax strategy and root key, with ask and tell compiled."""
+    config = inputs.config
+    strategy, strategy_params = make_strategy(config)
+    root = jax.random.key_data(jax.random.key(inputs.seed))
+    state = initial_state(strategy, strategy_params, root)
+    population, _ = strategy.ask(root, state, strategy_params)  # compile ask and tell
+    jax.block_until_ready(
+        strategy.tell(root, population, jnp.zeros(config.population), state, strategy_params)
+    )
+    return {"config": config, "root": root, "strategy": (strategy, strategy_params)}
+
+
 def _sequential_prepare(inputs: MppiInputs, size: Size, jit_controller: bool) -> dict[str, Any]:
     config = inputs.config
     system = config.dynamics
-    strategy, strategy_params = make_strategy(config)
-    root = jax.random.key_data(jax.random.key(inputs.seed))
 
     def controller(key, nominal, x, lambda_, sigma):
         return command(key, nominal, x, Params(lambda_, sigma), config)
@@ -81,18 +91,7 @@ def _sequential_prepare(inputs: MppiInputs, size: Size, jit_controller: bool) ->
         jax.block_until_ready(controller(key, nominal, x, 1.0, 1.0))
     plant = jax.jit(plant)
     jax.block_until_ready(plant(x, jnp.float32(0.0)))
-    state = initial_state(strategy, strategy_params, root)
-    population, _ = strategy.ask(root, state, strategy_params)  # compile ask and tell
-    jax.block_until_ready(
-        strategy.tell(root, population, jnp.zeros(config.population), state, strategy_params)
-    )
-    return {
-        "config": config,
-        "root": root,
-        "strategy": (strategy, strategy_params),
-        "controller": controller,
-        "plant": plant,
-    }
+    return {**_strategy_prepare(inputs), "controller": controller, "plant": plant}
 
 
 def _sequential_evaluate(prepared: dict[str, Any], holder: ConfigHolder, keys) -> float:
@@ -172,7 +171,7 @@ def sequential_backend(name: str, jit_controller: bool, **kwargs) -> Backend:
 
 
 def _vmapped_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
-    prepared = _sequential_prepare(inputs, size, jit_controller=True)
+    prepared = _strategy_prepare(inputs)
     config: Config = prepared["config"]
     keys = episode_keys(prepared["root"], config.episodes)
     population = jnp.zeros((config.population, 2), jnp.float32)
@@ -251,7 +250,3 @@ def vmapped_backend(name: str, **kwargs) -> Backend:
         run=_vmapped_run,
         **kwargs,
     )
-
-
-def candidate_params(z) -> Params:
-    return params_from_candidate(jnp.asarray(z, jnp.float32))

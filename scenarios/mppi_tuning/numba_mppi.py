@@ -13,6 +13,7 @@ import math
 import numba
 import numpy as np
 
+from scenarios.mppi_tuning.controller import LOG_LOWER, LOG_UPPER
 from scenarios.mppi_tuning.systems import CARTPOLE, PENDULUM
 
 SYSTEM_CODES = {"pendulum": 0, "cartpole": 1}
@@ -120,6 +121,21 @@ def evaluate_population(system, lambdas, sigmas, noise, starts, dt, u_max):
             total_all += total / steps
         fitness[p] = total_all / episodes
     return fitness
+
+
+def evaluate_candidates(config, population, noise, starts) -> np.ndarray:
+    """Fitness (P,) of candidates z = (log lambda, log sigma), clipped to the bounds as
+    ``params_from_candidate`` does, on the draws of ``objective.episode_noise``."""
+    z = np.clip(np.asarray(population, np.float64), LOG_LOWER, LOG_UPPER)
+    return evaluate_population(
+        SYSTEM_CODES[config.system],
+        np.exp(z[:, 0]),
+        np.exp(z[:, 1]),
+        np.asarray(noise),
+        np.asarray(starts),
+        config.dt,
+        config.dynamics.u_max,
+    )
 
 
 def compile_for(system: str) -> None:

@@ -10,6 +10,7 @@ disagree with the objective fails, whatever optimizer drove it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -102,7 +103,9 @@ class Reference:
 
     inputs: MppiInputs
 
-    def fitness_of(self, candidates: np.ndarray) -> np.ndarray:
+    @functools.cached_property
+    def _evaluate_generations(self):
+        """Compiled once per reference: a cell checks its first and its last output."""
         config = self.inputs.config
         root = jax.random.key_data(jax.random.key(self.inputs.seed))
 
@@ -110,8 +113,11 @@ class Reference:
             keys = episode_keys(generation_key(root, generation), config.episodes)
             return evaluate(keys, z, config)
 
-        generations = jnp.arange(config.generations)
-        fitness = jax.jit(jax.vmap(one))(generations, jnp.asarray(candidates, jnp.float32))
+        return jax.jit(jax.vmap(one))
+
+    def fitness_of(self, candidates: np.ndarray) -> np.ndarray:
+        generations = jnp.arange(self.inputs.config.generations)
+        fitness = self._evaluate_generations(generations, jnp.asarray(candidates, jnp.float32))
         return np.asarray(fitness, np.float64)
 
 
