@@ -1,4 +1,4 @@
-"""nox sessions: tests, bench, lint.
+"""nox sessions: tests, bench, report, lint.
 
 No Python version is pinned: sessions use the interpreter nox runs with (``python3``).
 Installs are editable so the stored results carry the git commit of this checkout.
@@ -22,22 +22,47 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *(session.posargs or ["-q"]))
 
 
+def _summary(session: nox.Session, markdown: str) -> None:
+    """Append the markdown report to the GitHub job summary when there is one."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with (
+            open(summary, "a", encoding="utf-8") as handle,
+            open(markdown, encoding="utf-8") as src,
+        ):
+            handle.write(src.read())
+        session.log(f"appended {markdown} to $GITHUB_STEP_SUMMARY")
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Every scenario on every backend at `default` size; stores JSON, prints markdown.
+    """Every scenario on every backend at `smoke` and `default` sizes.
 
+    Writes results/bench-<time>.json and its reports results/bench-<time>.md and .html.
     Extra arguments go to `scanbench run`, e.g. `nox -s bench -- --size smoke`.
     """
     session.install("-e", ".")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = f"results/bench-{stamp}.json"
-    md = f"results/bench-{stamp}.md"
-    args = list(session.posargs) or ["--size", "default", "--min-count", "3"]
-    session.run("scanbench", "run", *args, "--out", out, "--md", md)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as handle, open(md, encoding="utf-8") as src:
-            handle.write(src.read())
+    out, md, html = (f"results/bench-{stamp}.{ext}" for ext in ("json", "md", "html"))
+    args = list(session.posargs) or ["--size", "smoke,default", "--min-count", "3"]
+    session.run("scanbench", "run", *args, "--out", out, "--md", md, "--html", html)
+    session.log(f"results: {out}\nmarkdown report: {md}\nHTML report: {html}")
+    _summary(session, md)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Reports over stored runs: `nox -s report -- results/a.json results/b.json`.
+
+    Writes results/report.md and results/report.html (merging devices and machines).
+    """
+    if not session.posargs:
+        session.error("give the results files: nox -s report -- results/run-1.json ...")
+    session.install("-e", ".")
+    md, html = "results/report.md", "results/report.html"
+    session.run("scanbench", "report", *session.posargs, "--md", md, "--html", html)
+    session.log(f"markdown report: {md}\nHTML report: {html}")
+    _summary(session, md)
 
 
 @nox.session

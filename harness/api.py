@@ -152,6 +152,8 @@ class Scenario:
             counting passes (whose traces grow with every event) run on the smaller size,
             and ``scale`` converts its counts to one call at ``size`` (e.g. one generation
             of G: scale G). Counts stay exact per unit; per call they are scaled.
+        baseline: the backend that reports give speedups against; default: the backend
+            named ``sequential``, else the first backend whose strategy is ``sequential``.
     """
 
     name: str
@@ -166,6 +168,7 @@ class Scenario:
     dtypes: tuple[str, ...] = ("float64", "float32")
     describe_output: Callable[[Any], Mapping[str, Any]] | None = None
     counting_size: Callable[[Size], tuple[Size, float]] | None = None
+    baseline: str | None = None
 
     def __post_init__(self) -> None:
         for required in ("smoke", "default"):
@@ -174,9 +177,21 @@ class Scenario:
         for key, backend in self.backends.items():
             if key != backend.name:
                 raise InputError(f"backend registered as {key!r} is named {backend.name!r}")
+        if self.baseline is not None and self.baseline not in self.backends:
+            raise UnknownNameError("baseline", self.baseline, list(self.backends), self.name)
         unknown = set(self.dtypes) - set(DTYPES)
         if unknown:
             raise UnknownNameError("dtype", sorted(unknown)[0], DTYPES, self.name)
+
+    @property
+    def baseline_backend(self) -> str | None:
+        """The name of the backend speedups are reported against (None if there is none)."""
+        if self.baseline is not None:
+            return self.baseline
+        if "sequential" in self.backends:
+            return "sequential"
+        sequential = [b.name for b in self.backends.values() if b.strategy == "sequential"]
+        return sequential[0] if sequential else None
 
     def size(self, name: str) -> Size:
         if name not in self.sizes:

@@ -46,7 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", action="append", default=[], help="repeatable; default all")
     run.add_argument("--scenario-file", help="a Python file defining SCENARIO (your workload)")
     run.add_argument("--backend", action="append", default=[], help="repeatable; default all")
-    run.add_argument("--size", default="default", help="size name (default: default)")
+    run.add_argument(
+        "--size",
+        default="default",
+        help="size name, or several separated by commas, e.g. smoke,default (default: default)",
+    )
     run.add_argument("--dtype", help=f"one of {', '.join(DTYPES)}; default per scenario")
     run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     run.add_argument(
@@ -70,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--out", help="results JSON path (default results/run-<time>.json)")
     run.add_argument("--md", help="also write the markdown report to this path")
+    run.add_argument("--html", help="also write the HTML report (with plots) to this path")
     run.add_argument("--quiet", action="store_true", help="do not print the markdown table")
     run.add_argument(
         "--no-probes",
@@ -93,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="render stored results (never re-runs)")
     report.add_argument("results", nargs="+", help="results JSON files")
     report.add_argument("--md", help="write markdown here (default: print it)")
+    report.add_argument("--html", help="also write the self-contained HTML report (with plots)")
+    report.add_argument(
+        "--mixed-versions",
+        action="store_true",
+        help="compare runs on the same device even when their jax versions differ",
+    )
     return parser
 
 
@@ -120,10 +131,28 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _markdown(runs: list[Run]) -> str:
-    from reports.markdown import render
+def _write_reports(runs: list[Run], apart: list, md: str | None, html: str | None, **kw) -> str:
+    """Render the markdown report (returned) and write it and the HTML report where asked."""
+    from harness.store import write_text_atomic
+    from reports import html as html_report
+    from reports import markdown as markdown_report
 
-    return render(runs)
+    markdown = markdown_report.render(runs, apart, **kw)
+    for path, text in (
+        (md, lambda: markdown),
+        (html, lambda: html_report.render(runs, apart, **kw)),
+    ):
+        if path:
+            write_text_atomic(path, text())
+            print(f"report: {path}", file=sys.stderr)
+    return markdown
+
+
+def _sizes(text: str) -> list[str]:
+    sizes = [name.strip() for name in text.split(",")]
+    if not all(sizes) or len(set(sizes)) != len(sizes):
+        raise InputError(f"--size must be size names separated by commas, each once; got {text!r}")
+    return sizes
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -131,9 +160,14 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.warmup < 0:
         raise InputError(f"--warmup must be >= 0, got {args.warmup}")
-    cells = select(
-        args.scenario, args.backend, args.size, args.dtype, args.seed, args.scenario_file
-    )
+    sizes = _sizes(args.size)
+    cells = [
+        cell
+        for size in sizes
+        for cell in select(
+            args.scenario, args.backend, size, args.dtype, args.seed, args.scenario_file
+        )
+    ]
     timing = TimingConfig(warmup=args.warmup, min_time_s=args.min_time, min_count=args.min_count)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"results/run-{stamp}.json")
@@ -143,13 +177,12 @@ def _run(args: argparse.Namespace) -> int:
     records = run_cells(
         cells, timing, args.timeout, environment=environment, probes=not args.no_probes
     )
-    units = {
-        cell.scenario: get_scenario(cell.scenario, cell.scenario_file).throughput_unit
-        for cell in cells
-    }
+    scenarios = {cell.scenario: get_scenario(cell.scenario, cell.scenario_file) for cell in cells}
+    units = {name: scenario.throughput_unit for name, scenario in scenarios.items()}
+    baselines = {name: scenario.baseline_backend for name, scenario in scenarios.items()}
     invocation = {
         "argv": sys.argv[1:],
-        "size": args.size,
+        "sizes": sizes,
         "seed": args.seed,
         "timing": {
             "warmup": timing.warmup,
@@ -159,14 +192,11 @@ def _run(args: argparse.Namespace) -> int:
         "timeout_s": args.timeout,
         "probes": not args.no_probes,
         "throughput_units": units,
+        "baselines": baselines,
     }
     write_run(out, Run(environment, invocation, tuple(records)))
     stored = load_run(out)  # the report reads what was stored, nothing else
-    markdown = _markdown([stored])
-    if args.md:
-        from harness.store import write_text_atomic
-
-        write_text_atomic(args.md, markdown)
+    markdown = _write_reports([stored], [], args.md, args.html)
     if not args.quiet:
         print(markdown)
     failed = [r for r in stored.records if r.status == "failed"]
@@ -219,14 +249,11 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from harness.store import write_text_atomic
+    from reports.comparable import load_runs
 
-    runs = [load_run(path) for path in args.results]
-    markdown = _markdown(runs)
-    if args.md:
-        write_text_atomic(args.md, markdown)
-        print(f"markdown: {args.md}", file=sys.stderr)
-    else:
+    runs, apart = load_runs(args.results)
+    markdown = _write_reports(runs, apart, args.md, args.html, mixed_versions=args.mixed_versions)
+    if not args.md:
         print(markdown)
     return 0
 

@@ -21,6 +21,10 @@ from harness.api import Record, StoreError
 SCHEMA_VERSION = 1
 
 
+class SchemaVersionError(StoreError):
+    """A scanbench results file of another schema version (reports show it apart)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One stored run: environment metadata, how it was invoked, one record per cell."""
@@ -88,7 +92,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         raise StoreError(f"{source}: not a scanbench results file (no schema_version)")
     version = data["schema_version"]
     if version != SCHEMA_VERSION:
-        raise StoreError(
+        raise SchemaVersionError(
             f"{source}: schema version {version!r}, this scanbench reads version "
             f"{SCHEMA_VERSION}; re-run the benchmark with this version"
         )

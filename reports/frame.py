@@ -2,9 +2,12 @@
 
 Derived columns (all from stored values; nothing is re-measured):
     median_s, iqr_s, compile_s      steady-state median and IQR, prepare (compile) time
+    work_amount                     work[throughput unit] per call (e.g. systems)
     throughput                      work[throughput unit] / median (e.g. systems/s)
     gbps                            work["bytes"] / median / 1e9, when the work has bytes
-    x_fastest                       median / fastest median in the same table
+    x_fastest                       median / fastest median of the same run and table
+    speedup                         baseline median / median (same run and table); the
+                                    baseline is the scenario's `sequential` backend
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
     dispatches, executions          per call, from the profiler trace
     kernels_trace, kernels_static   kernels executed on this device (trace / static HLO)
@@ -16,6 +19,7 @@ Derived columns (all from stored values; nothing is re-measured):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pandas as pd
@@ -23,6 +27,7 @@ import pandas as pd
 from harness.store import Run
 
 GROUP = ["scenario", "size", "dtype", "device"]
+SAME_RUN = ["run", *GROUP]  # ratios only ever compare backends measured in one run
 
 
 def _device_label(device: dict, environment: dict) -> str:
@@ -67,21 +72,24 @@ def _per_call(value, calls: int):
     return None if value is None else value / calls
 
 
-def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.DataFrame:
-    """One row per record of every run.
-
-    Args:
-        runs: loaded runs.
-        throughput_units: scenario name -> key of its work dict used for throughput.
-    """
+def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
+    """One row per record of every run (ratios computed within each run)."""
     rows = []
     for run_index, run in enumerate(runs):
         env = dict(run.environment)
+        units = run.invocation.get("throughput_units", {})
+        baselines = dict(run.invocation.get("baselines", {}))
+        for record in run.records:  # stored before runs named it: the Scenario rule
+            if record.backend == "sequential":
+                baselines.setdefault(record.scenario, record.backend)
+        for record in run.records:
+            if record.strategy == "sequential" and record.status == "ok":
+                baselines.setdefault(record.scenario, record.backend)
         bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
         for order, record in enumerate(run.records):
             stats = dict(record.stats)
             work = dict(record.work)
-            unit = throughput_units.get(record.scenario)
+            unit = units.get(record.scenario)
             median = stats.get("median")
             rows.append(
                 {
@@ -92,6 +100,9 @@ def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.D
                     "dtype": record.dtype,
                     "device": _device_label(dict(record.device), env),
                     "host": env.get("hostname", "?"),
+                    "jax": (env.get("versions") or {}).get("jax", "?"),
+                    "size_params": json.dumps(dict(record.size_params), sort_keys=True),
+                    "baseline": baselines.get(record.scenario),
                     "backend": record.backend,
                     "strategy": record.strategy,
                     "engine": record.engine,
@@ -106,6 +117,7 @@ def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.D
                     "first_call_s": record.first_call_s,
                     "max_error": record.max_error,
                     "unit": unit,
+                    "work_amount": work.get(unit),
                     "throughput": work.get(unit) / median if unit in work and median else None,
                     "gbps": work["bytes"] / median / 1e9 if "bytes" in work and median else None,
                     "bound_s": work["bytes"] / bandwidth if "bytes" in work and bandwidth else None,
@@ -116,11 +128,10 @@ def records_frame(runs: Sequence[Run], throughput_units: dict[str, str]) -> pd.D
     if frame.empty:
         return frame
     median = pd.to_numeric(frame["median_s"], errors="coerce")
-    fastest = (
-        median.where(frame["status"] == "ok")
-        .groupby([frame[key] for key in GROUP], sort=False)
-        .transform("min")
-    )
-    frame["x_fastest"] = median / fastest
+    ok_median = median.where(frame["status"] == "ok")
+    same_run = [frame[key] for key in SAME_RUN]
+    frame["x_fastest"] = median / ok_median.groupby(same_run, sort=False).transform("min")
+    baseline = ok_median.where(frame["backend"] == frame["baseline"])
+    frame["speedup"] = baseline.groupby(same_run, sort=False).transform("max") / median
     frame["x_bandwidth"] = median / pd.to_numeric(frame["bound_s"], errors="coerce")
     return frame

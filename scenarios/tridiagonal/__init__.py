@@ -113,4 +113,5 @@ SCENARIO = Scenario(
     work=work,
     backends={backend.name: backend for backend in _BACKENDS},
     throughput_unit="systems",
+    baseline="sequential-jax",  # the JAX Python loop: one jitted call per column
 )

@@ -1,0 +1,263 @@
+"""matplotlib figures of stored runs; each returns a Figure plus a caption that says what to see.
+
+Figures are built with `matplotlib.figure.Figure` (no pyplot, no global state) from rows of
+`reports.frame.records_frame`. Legends sit outside the axes so they never cover data.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+from reports.tables import format_seconds
+
+STRATEGY_COLORS = {
+    "sequential": "#d62728",
+    "vmapped": "#1f77b4",
+    "scanned": "#2ca02c",
+    "numba": "#9467bd",
+    "library": "#7f7f7f",
+    "sharded": "#ff7f0e",
+}
+PARTS = (  # decomposition part, column, colour
+    ("dispatch", "dispatch_pct", "#d62728"),
+    ("kernel launch", "launch_pct", "#ff7f0e"),
+    ("transfer", "transfer_pct", "#9467bd"),
+    ("compute", "compute_pct", "#2ca02c"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Plot:
+    """A rendered figure: what it shows (title), what to see (caption), the image."""
+
+    title: str
+    caption: str
+    figure: Figure
+
+    def data_uri(self) -> str:
+        """The figure as an SVG data URI (self-contained: no files, no network)."""
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="svg", bbox_inches="tight")
+        return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def _color(strategy: str) -> str:
+    return STRATEGY_COLORS.get(strategy, "#17becf")
+
+
+def _bar_figure(rows: int) -> tuple[Figure, object]:
+    figure = Figure(figsize=(8.0, 0.9 + 0.32 * rows), layout="constrained")
+    return figure, figure.add_subplot()
+
+
+def _strategy_legend(axes, strategies) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=_color(s), label=s) for s in dict.fromkeys(strategies)]
+    axes.legend(handles=handles, title="strategy", loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
+def _log_axis(axis, formatter) -> None:
+    """Log ticks at 1, 2 and 5 per decade, labelled with ``formatter`` (no crowded minors)."""
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda value, _: formatter(value)))
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
+    """Median time per call against the amount of work, one line per backend (log-log),
+    one panel per device side by side (shared time axis).
+
+    ``rows``: the ok cells of one scenario and dtype (any sizes and devices, one run each).
+    None when there is nothing to plot.
+    """
+    rows = rows.dropna(subset=["median_s", "work_amount"])
+    if rows.empty:
+        return None
+    unit = rows["unit"].iloc[0]
+    devices = list(dict.fromkeys(rows["device"]))
+    figure = Figure(figsize=(3.0 + 4.0 * len(devices), 4.5), layout="constrained")
+    panels = figure.subplots(1, len(devices), sharey=True, squeeze=False)[0]
+    style = {}  # backend -> (colour by strategy, marker and line style within it)
+    for backend, strategy in rows[["backend", "strategy"]].drop_duplicates("backend").values:
+        same = sum(s == strategy for _, s in style.values())
+        style[backend] = (_color(strategy), same), strategy
+    sizes = rows.drop_duplicates("size").sort_values("work_amount")
+    for axes, device in zip(panels, devices, strict=True):
+        on_device = rows[rows["device"] == device]
+        for backend, line in on_device.groupby("backend", sort=False):
+            (color, index), _ = style[backend]
+            line = line.sort_values("work_amount")
+            axes.plot(
+                line["work_amount"],
+                line["median_s"],
+                color=color,
+                marker=MARKERS[index % len(MARKERS)],
+                linestyle=LINESTYLES[index % len(LINESTYLES)] if len(line) > 1 else "none",
+                alpha=0.85,
+                label=backend,
+            )
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xticks(sizes["work_amount"])
+        axes.set_xticklabels([f"{r.size}\n{r.work_amount:,.0f}" for r in sizes.itertuples()])
+        axes.xaxis.set_minor_locator(NullLocator())
+        _log_axis(axes.yaxis, format_seconds)
+        axes.margins(x=0.1)
+        axes.set_xlabel(f"{unit} per call (size name above)")
+        axes.set_title(device, fontsize="medium")
+        axes.grid(True, which="major", alpha=0.3)
+    panels[0].set_ylabel("median time per call (log scale)")
+    handles = {}  # one legend entry per backend over all panels
+    for axes in panels:
+        for handle, label in zip(*axes.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    panels[-1].legend(
+        handles.values(),
+        handles.keys(),
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1),
+        fontsize="small",
+        title="backend",
+    )
+    largest = sizes.iloc[-1]["size"]
+    best = rows[rows["size"] == largest].sort_values("median_s").iloc[0]
+    caption = (
+        f"Lower is faster. At the largest size ({largest}) {best['backend']} is fastest "
+        f"({format_seconds(best['median_s'])}"
+        + (f", on {best['device']})." if len(devices) > 1 else ").")
+    )
+    if len(sizes) > 1:
+        caption += (
+            " Slope 1 means time grows with the work; a flatter line at small sizes is a "
+            "fixed per-call cost (dispatch, launches) that the work does not amortize yet."
+        )
+    else:
+        caption += " Only one size was measured, so each backend is a single point."
+    return Plot(f"Time vs size: {title}", caption, figure)
+
+
+def speedup_bars(ok: pd.DataFrame, title: str) -> Plot | None:
+    """Speedup of each backend over the scenario's sequential baseline (same run), log x."""
+    ok = ok.dropna(subset=["speedup"])
+    if ok.empty:
+        return None
+    baseline = ok["baseline"].iloc[0]
+    labels = _labels(ok)
+    figure, axes = _bar_figure(len(ok))
+    positions = range(len(ok))
+    axes.barh(positions, ok["speedup"], color=[_color(s) for s in ok["strategy"]])
+    axes.set_yticks(list(positions), labels)
+    axes.invert_yaxis()
+    axes.set_xscale("log")
+    _log_axis(axes.xaxis, lambda value: f"{value:g}x")
+    axes.axvline(1.0, color="black", linewidth=0.8)
+    for position, value in zip(positions, ok["speedup"], strict=True):
+        axes.annotate(
+            f"{value:.2g}x",
+            (value, position),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="small",
+        )
+    axes.set_xlabel(f"speedup over {baseline} (x, log scale; >1 is faster)")
+    axes.margins(x=0.15)
+    _strategy_legend(axes, ok["strategy"])
+    best = ok.loc[ok["speedup"].idxmax()]
+    slower = ok[ok["speedup"] < 1]["backend"].tolist()
+    caption = (
+        f"Bars right of the line beat {baseline}; "
+        f"{best['backend']} is {best['speedup']:.2g}x faster."
+    )
+    if slower:
+        caption += f" Slower than {baseline}: {', '.join(slower)}."
+    return Plot(f"Speedup over {baseline}: {title}", caption, figure)
+
+
+def decomposition_bars(ok: pd.DataFrame, title: str) -> Plot | None:
+    """Where each backend's median goes: dispatch, kernel launch, transfer, compute (100%)."""
+    ok = ok.dropna(subset=["compute_pct"])
+    if ok.empty:
+        return None
+    labels = _labels(ok)
+    figure, axes = _bar_figure(len(ok))
+    positions = list(range(len(ok)))
+    left = pd.Series(0.0, index=ok.index)
+    for name, column, color in PARTS:
+        values = ok[column].fillna(0.0).clip(lower=0.0)
+        axes.barh(positions, values, left=left, color=color, label=name)
+        left = left + values
+    for position, median in zip(positions, ok["median_s"], strict=True):
+        axes.annotate(
+            format_seconds(median),
+            (100, position),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize="small",
+        )
+    axes.set_yticks(positions, labels)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("share of the median time per call [%] (median at the right)")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.12, 1), title="time spent in")
+    overhead = 100.0 - ok["compute_pct"].fillna(100.0)
+    worst = ok.loc[overhead.idxmax()]
+    if overhead.max() >= 1.0:
+        part = max(PARTS[:3], key=lambda p: worst[p[1]] if pd.notna(worst[p[1]]) else -1)
+        caption = (
+            f"Everything but green is overhead. {worst['backend']} loses the most: "
+            f"{overhead.max():.0f}% of its time, mostly {part[0]}."
+        )
+    else:
+        caption = "Every backend here is compute bound: overheads are under 1% of the time."
+    return Plot(f"Where the time goes: {title}", caption, figure)
+
+
+def devices_side_by_side(rows: pd.DataFrame, title: str) -> Plot | None:
+    """Median per backend on each device (log x): CPU vs GPU side by side.
+
+    ``rows``: the ok cells of one scenario, size and dtype; None with fewer than 2 devices.
+    """
+    devices = list(dict.fromkeys(rows["device"]))
+    if len(devices) < 2:
+        return None
+    backends = list(dict.fromkeys(rows["backend"]))
+    figure, axes = _bar_figure(len(backends) * len(devices) * 0.6)
+    height = 0.8 / len(devices)
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]
+    for index, device in enumerate(devices):
+        by_backend = rows[rows["device"] == device].groupby("backend")["median_s"].min()
+        values = [by_backend.get(name) for name in backends]
+        positions = [b + index * height for b in range(len(backends))]
+        axes.barh(positions, values, height=height, label=device, color=colors[index % 5])
+    axes.set_yticks([b + 0.4 - height / 2 for b in range(len(backends))], backends)
+    axes.invert_yaxis()
+    axes.set_xscale("log")
+    _log_axis(axes.xaxis, format_seconds)
+    axes.set_xlabel("median time per call (log scale; shorter is faster)")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), title="device")
+    best = rows.loc[rows["median_s"].idxmin()]
+    caption = (
+        f"Each backend on each device. Fastest overall: {best['backend']} on {best['device']} "
+        f"({format_seconds(best['median_s'])}). A backend whose bars differ most is the one "
+        "the device changes most."
+    )
+    return Plot(f"Devices side by side: {title}", caption, figure)
+
+
+def _labels(ok: pd.DataFrame) -> list[str]:
+    if ok["run"].nunique() > 1:
+        return [f"{r.backend} (run {r.run})" for r in ok.itertuples()]
+    return ok["backend"].tolist()

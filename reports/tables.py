@@ -1,0 +1,171 @@
+"""The report tables as DataFrames of formatted strings, shared by markdown and HTML.
+
+Each function takes rows of `reports.frame.records_frame` (one table = one scenario, size,
+dtype and device) and returns what a reader sees; the renderers only choose the markup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+import pandas as pd
+
+from harness.store import Run
+from reports.frame import GROUP
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def format_seconds(value: float | None) -> str:
+    """A duration with 3 significant digits in s, ms or us."""
+    if _missing(value):
+        return "-"
+    if value == 0:
+        return "0"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value * 1e9:.3g} ns"
+
+
+def number(value: float | None) -> str:
+    """3 significant digits with an SI suffix: 0.512, 42.1, 250 k, 1.32 M."""
+    if _missing(value):
+        return "-"
+    for scale, suffix in ((1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if _missing(value) else f"{value:.2f}"
+
+
+def _count(value: float | None) -> str:
+    if _missing(value):
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def _transfers(count, nbytes, unknown) -> str:
+    if _missing(count):
+        return "-"
+    text = _count(count)
+    if count and unknown == count:
+        text += " (size not logged)"
+    elif count:
+        text += f" ({number(nbytes)}B"
+        text += f" + {_count(unknown)} of unknown size)" if unknown else ")"
+    return text
+
+
+def _pct(value) -> str:
+    return "-" if _missing(value) else f"{value:.0f}%"
+
+
+def tables(frame: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    """(title, rows) per scenario, size, dtype and device, in the order first measured."""
+    if frame.empty:
+        return
+    for key, group in frame.groupby(GROUP, sort=False):
+        yield " / ".join(str(part) for part in key), group.sort_values(["run", "order"])
+
+
+def _backend_column(ok: pd.DataFrame) -> pd.Series:
+    """Backend names, suffixed with the run when one table holds several runs."""
+    if ok["run"].nunique() > 1:
+        return ok["backend"] + " (run " + ok["run"].astype(str) + ")"
+    return ok["backend"]
+
+
+def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
+    """Time, compile, throughput and ratios of the cells that ran."""
+    unit = ok["unit"].iloc[0] or "calls"
+    baseline = ok["baseline"].iloc[0]
+    return pd.DataFrame(
+        {
+            "backend": _backend_column(ok),
+            "strategy": ok["strategy"],
+            "median": ok["median_s"].map(format_seconds),
+            "IQR": ok["iqr_s"].map(format_seconds),
+            "compile": ok["compile_s"].map(format_seconds),
+            f"{unit}/s": ok["throughput"].map(number),
+            "GB/s": ok["gbps"].map(number),
+            f"speedup vs {baseline}": ok["speedup"].map(_ratio),
+            "x fastest": ok["x_fastest"].map(_ratio),
+            "x BW bound": ok["x_bandwidth"].map(number),
+        }
+    )
+
+
+def counts_table(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per-call counts and the time decomposition of the cells that ran."""
+    d2h = [
+        row.d2h_note if row.d2h_note and pd.isna(row.d2h) else _transfers(row.d2h, row.d2h_bytes, 0)
+        for row in ok.itertuples()
+    ]
+    return pd.DataFrame(
+        {
+            "backend": _backend_column(ok),
+            "dispatches": ok["dispatches"].map(_count),
+            "kernels (trace)": ok["kernels_trace"].map(_count),
+            "kernels (static)": ok["kernels_static"].map(_count),
+            "GPU launch equiv.": ok["launch_equivalent"].map(_count),
+            "H2D": [_transfers(r.h2d, r.h2d_bytes, r.h2d_unknown) for r in ok.itertuples()],
+            "D2H": d2h,
+            "dispatch": ok["dispatch_pct"].map(_pct),
+            "launch": ok["launch_pct"].map(_pct),
+            "transfer": ok["transfer_pct"].map(_pct),
+            "compute": [
+                _pct(r.compute_pct) + (" (overlap)" if r.overlap else "") for r in ok.itertuples()
+            ],
+        }
+    )
+
+
+def problems(group: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(backend, status, first line of the error) per failed or skipped cell."""
+    return [
+        (row.backend, row.status, row.error.splitlines()[0] if row.error else "")
+        for row in group[group["status"] != "ok"].itertuples()
+    ]
+
+
+def environment_lines(runs: Sequence[Run]) -> list[str]:
+    """One line per run: machine, device, versions, bandwidth, flags, commit, time."""
+    lines = []
+    for index, run in enumerate(runs):
+        env = run.environment
+        versions = env.get("versions", {})
+        bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
+        lines.append(
+            f"run {index}: {env.get('hostname', '?')}, {env.get('cpu_model', '?')} "
+            f"({env.get('cpu_count', '?')} cores), {env.get('platform', '?')} "
+            f"{env.get('device_kind', '?')} x{env.get('device_count', '?')}, "
+            f"jax {versions.get('jax')}, jaxlib {versions.get('jaxlib')}, "
+            f"numba {versions.get('numba')}, numpy {versions.get('numpy')}, "
+            f"memory bandwidth {number(bandwidth / 1e9 if bandwidth else None)} GB/s, "
+            f"XLA_FLAGS={env.get('xla_flags') or '(none)'}, commit {env.get('git_commit')}, "
+            f"{env.get('timestamp', '?')}"
+        )
+    return lines
+
+
+COLUMN_HELP = (
+    "Columns: *median* and *IQR* of the steady-state time of one call (after compile and "
+    "warm-up; every call waits for its result); *compile*: untimed prepare (device "
+    "placement + JIT/Numba compilation); *speedup vs B*: median of backend B / median, "
+    "B being the scenario's sequential (Python loop) backend measured in the same run; "
+    "*x fastest*: median / fastest median of the same run in the table; "
+    "*x BW bound*: median / (minimum bytes moved / measured memory bandwidth), 1.0 would be "
+    "a solver running at memory speed. Per call: *dispatches* (executable launches from the "
+    "host, profiler trace); *kernels (trace)*: kernels executed on this device; *kernels "
+    "(static)*: the same estimated from optimized HLO; *GPU launch equiv.*: loop body "
+    "kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers under "
+    "jax.transfer_guard (bytes when logged); *dispatch/launch/transfer/compute*: counts x "
+    "unit costs measured in the same run, compute = the rest of the median."
+)

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Regenerates the stored results the report tests read. Written by the harness itself
+# (never hand-typed): run from the repository root after a change of the results schema.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fast=(--min-time 0.05 --min-count 3 --quiet)
+scanbench run --scenario tridiagonal --size smoke,default \
+  --backend sequential-jax --backend scanned-issue --backend scanned-time-major \
+  --backend numba-serial --backend library-lax "${fast[@]}" --out tests/data/tdma.json
+scanbench run --scenario-file tests/scenario_files/toy.py --size smoke \
+  --backend good --backend wrong --backend default-only --min-time 0.001 --min-count 3 --quiet \
+  --out tests/data/toy-failed.json || true  # exit 1: a cell failed, as intended
