@@ -1,4 +1,4 @@
-"""nox sessions: tests, bench, report, lint.
+"""nox sessions: tests, bench, report, gate, lint.
 
 No Python version is pinned: sessions use the interpreter nox runs with (``python3``).
 Installs are editable so the stored results carry the git commit of this checkout.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import pathlib
 
 import nox
 
@@ -63,6 +64,31 @@ def report(session: nox.Session) -> None:
     session.run("scanbench", "report", *session.posargs, "--md", md, "--html", html)
     session.log(f"markdown report: {md}\nHTML report: {html}")
     _summary(session, md)
+
+
+@nox.session
+def gate(session: nox.Session) -> None:
+    """Regression gate: count rules and invariants of benchmarks/gates.toml (smoke sizes).
+
+    Writes results/gate.md (appended to $GITHUB_STEP_SUMMARY when set); exit 1 on a
+    regression. Extra arguments go to `scanbench gate`, e.g. `-- --against origin/main`.
+    """
+    session.install("-e", ".")
+    md = pathlib.Path("results/gate.md")
+    md.unlink(missing_ok=True)
+    try:
+        session.run(
+            "scanbench",
+            "gate",
+            "--gates",
+            "benchmarks/gates.toml",
+            "--md",
+            str(md),
+            *session.posargs,
+        )
+    finally:  # a failing gate's reasons go to the job summary too
+        if md.exists():
+            _summary(session, str(md))
 
 
 @nox.session

@@ -1,4 +1,4 @@
-"""``scanbench list | run | profile | report``.
+"""``scanbench list | run | profile | report | gate``.
 
 Every error of scanbench's own (unknown names, bad values, unreadable results files) is
 printed as one line on stderr with exit code 2, never as a traceback.
@@ -104,6 +104,32 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="compare runs on the same device even when their jax versions differ",
     )
+    gate = commands.add_parser(
+        "gate", help="regression gate: exact counts, same-run invariants, --against REV"
+    )
+    gate.add_argument("--gates", default="benchmarks/gates.toml", help="the gate file (TOML)")
+    gate.add_argument("--results", help="check this stored run instead of measuring now")
+    gate.add_argument(
+        "--update-counts", action="store_true", help="measure and rewrite the counts file"
+    )
+    gate.add_argument("--against", metavar="REV", help="compare [[baseline]] rules with REV")
+    gate.add_argument(
+        "--aa",
+        type=_positive(int, "--aa"),
+        metavar="N",
+        help="self-calibration: this checkout on both sides, N repetitions",
+    )
+    gate.add_argument(
+        "--inject-slowdown",
+        type=_positive(float, "--inject-slowdown"),
+        default=1.0,
+        metavar="F",
+        help="(with --aa; for testing the gate) slow the candidate side by factor F",
+    )
+    gate.add_argument("--scenario-file", help="the Python file of a [[baseline]] scenario")
+    gate.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
+    gate.add_argument("--md", help="also write the markdown section here")
+    gate.add_argument("--timeout", type=_positive(float, "--timeout"), default=900.0)
     return parser
 
 
@@ -258,11 +284,50 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gate(args: argparse.Namespace) -> int:
+    from harness import gate_command
+    from harness.gate import markdown
+    from harness.gate_rules import load_gates
+    from harness.store import write_text_atomic
+
+    gates = load_gates(args.gates)
+    if args.inject_slowdown != 1.0 and not args.aa:
+        raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
+    if args.update_counts:
+        path = gate_command.update_counts(gates, args.timeout)
+        print(f"counts: {path}", file=sys.stderr)
+        return 0
+    if args.aa:
+        calibration = gate_command.calibrate(
+            gates, args.aa, args.inject_slowdown, args.timeout, args.scenario_file
+        )
+        text = calibration.markdown()
+        verdicts = []
+    elif args.against:
+        verdicts = gate_command.against(gates, args.against, args.timeout, args.scenario_file)
+        text = markdown(verdicts, f"scanbench gate against {args.against}")
+    else:
+        records = load_run(args.results).records if args.results else None
+        verdicts = gate_command.rules_and_invariants(gates, records, args.timeout)
+        text = markdown(verdicts)
+    print(text)
+    if args.md:
+        write_text_atomic(args.md, text)
+    failing = {"fail", "inconclusive"} if args.strict else {"fail"}
+    return 1 if any(v.outcome in failing for v in verdicts) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        commands = {"list": _list, "run": _run, "profile": _profile, "report": _report}
+        commands = {
+            "list": _list,
+            "run": _run,
+            "profile": _profile,
+            "report": _report,
+            "gate": _gate,
+        }
         return commands[args.command](args)
     except HarnessError as error:
         print(f"scanbench: error: {error}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.api import Backend
+from harness.api import Backend, Scenario, Size
 
 
 def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
@@ -34,6 +34,29 @@ def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
         "unknown_trip_count_loops": unknown,
         "executables": executables,
     }
+
+
+def counts_per_call(
+    scenario: Scenario,
+    backend: Backend,
+    size: Size,
+    prepared: Any,
+    seed: int,
+    dtype: str,
+    device: dict[str, Any],
+) -> dict[str, Any]:
+    """`count_cell` at ``size``, or at the scenario's smaller counting size with the
+    ``scale`` that converts those counts to one call at ``size``."""
+    from harness.timing import time_call
+
+    if scenario.counting_size is None:
+        return {**count_cell(backend, prepared, device["platform"]), "scale": 1.0}
+    small, scale = scenario.counting_size(size)
+    inputs = scenario.make_inputs(small, seed, dtype)
+    small_prepared = backend.prepare(inputs, small)
+    time_call(backend.run, small_prepared)  # warm: compile-on-first-call paths
+    counts = count_cell(backend, small_prepared, device["platform"])
+    return {**counts, "scale": float(scale), "counted_at": dict(small.params)}
 
 
 def count_cell(
@@ -62,3 +85,60 @@ def count_cell(
     except Exception as error:
         counts["static_error"] = f"{type(error).__name__}: {error}"
     return counts
+
+
+GATED_COUNTS = ("dispatches", "kernels", "launch_equivalent", "h2d")
+
+
+def per_call_counts(counts: dict[str, Any]) -> dict[str, float | None]:
+    """The stored counts of a record scaled to one call at the record's size.
+
+    Counts may have been taken over several calls (``calls``) or on a smaller size
+    (``scale``, see `Scenario.counting_size`); None where a probe did not produce the number.
+    Keys: dispatches, executions, kernels (trace), kernels_static, launch_equivalent
+    (static), h2d, h2d_bytes, h2d_unknown, d2h, d2h_bytes.
+    """
+    trace = counts.get("trace") or {}
+    static = counts.get("static") or {}
+    transfers = counts.get("transfers") or {}
+    calls = (counts.get("calls") or 1) / counts.get("scale", 1.0)
+    if not static.get("available"):
+        static = {}
+
+    def scaled(value):
+        return None if value is None else value / calls
+
+    return {
+        "dispatches": scaled(trace.get("dispatches")),
+        "executions": scaled(trace.get("executions")),
+        "kernels": scaled(trace.get("kernels")),
+        "kernels_static": scaled(static.get("kernels")),
+        "launch_equivalent": scaled(static.get("launch_equivalent")),
+        "h2d": scaled(transfers.get("h2d")),
+        "h2d_bytes": scaled(transfers.get("h2d_bytes")),
+        "h2d_unknown": scaled(transfers.get("h2d_unknown_size")),
+        "d2h": scaled(transfers.get("d2h")),
+        "d2h_bytes": scaled(transfers.get("d2h_bytes")),
+    }
+
+
+def per_call_breakdowns(counts: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """What the totals of `per_call_counts` are made of, per call: dispatches by outermost
+    jitted function, kernels by HLO op (trace), GPU launch equivalent by executable (static).
+    """
+    trace = counts.get("trace") or {}
+    static = counts.get("static") or {}
+    calls = (counts.get("calls") or 1) / counts.get("scale", 1.0)
+    launches = {
+        name: info["launch_equivalent"] * info["calls_per_run"]
+        for name, info in (static.get("executables") or {}).items()
+    }
+    return {
+        "dispatches_by_function": {
+            name: value / calls for name, value in trace.get("dispatches_by_function", {}).items()
+        },
+        "kernels_by_op": {
+            name: value / calls for name, value in trace.get("kernels_by_op", {}).items()
+        },
+        "launch_by_executable": {name: value / calls for name, value in launches.items()},
+    }

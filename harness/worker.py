@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import Record
+from harness.counting import counts_per_call
 from harness.registry import Cell, get_scenario
 from harness.store import write_json_atomic
 from harness.timing import TimingConfig, repeat, summarize, time_call
@@ -50,20 +51,6 @@ def _skipped(scenario, backend, size, cell: Cell, base: dict[str, Any]) -> Recor
         except Exception as error:  # the estimate is informative; the skip stands anyway
             extra = {"estimate_error": f"{type(error).__name__}: {error}"}
     return Record(status="skipped", error=message, extra=extra, **base)
-
-
-def _counts(scenario, backend, size, cell: Cell, prepared, device) -> dict[str, Any]:
-    """Counting passes on this size, or on the scenario's smaller counting size."""
-    from harness.counting import count_cell
-
-    if scenario.counting_size is None:
-        return {**count_cell(backend, prepared, device["platform"]), "scale": 1.0}
-    small, scale = scenario.counting_size(size)
-    inputs = scenario.make_inputs(small, cell.seed, cell.dtype)
-    small_prepared = backend.prepare(inputs, small)
-    time_call(backend.run, small_prepared)  # warm: compile-on-first-call paths
-    counts = count_cell(backend, small_prepared, device["platform"])
-    return {**counts, "scale": float(scale), "counted_at": dict(small.params)}
 
 
 def run_cell(
@@ -113,7 +100,9 @@ def run_cell(
             max_error = max(max_error, last_error)
         counts: dict[str, Any] = {}
         if probes or counts_only:
-            counts = _counts(scenario, backend, size, cell, prepared, base["device"])
+            counts = counts_per_call(
+                scenario, backend, size, prepared, cell.seed, cell.dtype, base["device"]
+            )
     except Exception as error:  # a failed cell is stored with its error; the run goes on
         return Record(
             status="failed",

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from harness.counting import per_call_counts
 from harness.store import Run
 
 GROUP = ["scenario", "size", "dtype", "device"]
@@ -37,26 +38,11 @@ def _device_label(device: dict, environment: dict) -> str:
 
 
 def _count_columns(counts: dict, decomposition: dict) -> dict:
-    trace = counts.get("trace") or {}
-    static = counts.get("static") or {}
-    transfers = counts.get("transfers") or {}
-    calls = (counts.get("calls") or 1) / counts.get("scale", 1.0)  # scaled to one call
+    per_call = per_call_counts(counts)
     row = {
-        "dispatches": _per_call(trace.get("dispatches"), calls),
-        "executions": _per_call(trace.get("executions"), calls),
-        "kernels_trace": _per_call(trace.get("kernels"), calls),
-        "kernels_static": _per_call(static.get("kernels"), calls)
-        if static.get("available")
-        else None,
-        "launch_equivalent": _per_call(static.get("launch_equivalent"), calls)
-        if static.get("available")
-        else None,
-        "h2d": _per_call(transfers.get("h2d"), calls),
-        "h2d_bytes": _per_call(transfers.get("h2d_bytes"), calls),
-        "h2d_unknown": _per_call(transfers.get("h2d_unknown_size"), calls),
-        "d2h": _per_call(transfers.get("d2h"), calls),
-        "d2h_bytes": _per_call(transfers.get("d2h_bytes"), calls),
-        "d2h_note": transfers.get("note", ""),
+        **{key: value for key, value in per_call.items() if key != "kernels"},
+        "kernels_trace": per_call["kernels"],
+        "d2h_note": (counts.get("transfers") or {}).get("note", ""),
         "probe_errors": "; ".join(
             f"{key}: {value}" for key, value in counts.items() if key.endswith("_error")
         ),
@@ -66,10 +52,6 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
         row[f"{part}_pct"] = None if fraction is None else 100.0 * fraction
     row["overlap"] = bool(decomposition.get("overlap"))
     return row
-
-
-def _per_call(value, calls: int):
-    return None if value is None else value / calls
 
 
 def records_frame(runs: Sequence[Run]) -> pd.DataFrame:

@@ -1,0 +1,150 @@
+"""`scanbench gate`: the three modes over a gate file.
+
+- default: run the cells the count rules and invariants need (counts in counts-only
+  workers, invariant cells timed) or read them from ``--results``, and decide;
+- ``--update-counts``: measure the counts of every backend at ``count_size`` and write the
+  counts file (review its diff like code);
+- ``--against REV``: the ``[[baseline]]`` rules, REV (in a git worktree) vs this checkout,
+  interleaved; ``--aa N``: both sides this checkout, N times, to report the false-alarm rate
+  (with ``--inject-slowdown F`` on the candidate side: the detection rate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import tomli_w
+
+from harness.api import InputError, Record
+from harness.gate import Verdict, check_counts, check_invariants, count_expectation
+from harness.gate_rules import Gates
+from harness.interleave import CANDIDATE_ROOT, Side, compare, worktree
+from harness.registry import SCENARIOS, Cell, get_scenario
+from harness.store import write_text_atomic
+from harness.timing import TimingConfig
+
+INVARIANT_TIMING = TimingConfig(warmup=1, min_time_s=1.0, min_count=20)
+COUNT_HEADER = (
+    "# Per-call count expectations of `scanbench gate` (written by --update-counts;\n"
+    "# review its diff like code). A count above its expectation fails the gate.\n"
+)
+
+
+def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
+    """Run cells in workers: timed when ``cells[cell]`` (an invariant needs its samples),
+    counts only otherwise."""
+    from harness.runner import run_cell_in_worker, run_cells
+
+    def run_one(cell, timing, timeout, environment, probes):
+        return run_cell_in_worker(cell, timing, timeout, True, counts_only=not cells[cell])
+
+    return run_cells(list(cells), INVARIANT_TIMING, timeout_s, run_one=run_one)
+
+
+def _cell(scenario: str, backend: str, size: str, dtype: str | None) -> Cell:
+    loaded = get_scenario(scenario)
+    loaded.backend(backend)
+    loaded.size(size)
+    return Cell(scenario, backend, size, dtype or loaded.dtypes[0])
+
+
+def rules_and_invariants(
+    gates: Gates, records: Sequence[Record] | None, timeout_s: float
+) -> list[Verdict]:
+    """The count rules and invariants, on ``records`` or on cells measured now."""
+    if records is None:
+        cells: dict[Cell, bool] = {}
+        for rule in gates.counts:
+            cells.setdefault(_cell(rule.scenario, rule.backend, rule.size, rule.dtype), False)
+        for invariant in gates.invariants:
+            for backend in (invariant.faster, invariant.slower):
+                cells[_cell(invariant.scenario, backend, invariant.size, invariant.dtype)] = True
+        records = _measure(cells, timeout_s)
+    settings = gates.settings
+    return [
+        *check_counts(gates.counts, records),
+        *check_invariants(gates.invariants, records, settings["confidence"], settings["seed"]),
+    ]
+
+
+def update_counts(gates: Gates, timeout_s: float) -> Path:
+    """Measure every backend's counts at ``count_size`` and write the counts file."""
+    excluded = set(gates.settings["count_exclude"])
+    cells = {}
+    for name, loader in SCENARIOS.items():
+        scenario = loader()
+        for backend in scenario.backends.values():
+            size = gates.settings["count_size"]
+            if f"{name}/{backend.name}" not in excluded and backend.runs_at(size):
+                cells[Cell(name, backend.name, size, scenario.dtypes[0])] = False
+    records = _measure(cells, timeout_s)
+    failed = [f"{r.scenario}/{r.backend}: {r.error}" for r in records if r.status != "ok"]
+    if failed:
+        raise InputError("cannot record counts of failed cells: " + "; ".join(failed))
+    tables = [count_expectation(record) for record in records]
+    path = gates.counts_path
+    write_text_atomic(path, COUNT_HEADER + tomli_w.dumps({"count": tables}))
+    return path
+
+
+def against(
+    gates: Gates, revision: str, timeout_s: float, scenario_file: str | None = None
+) -> list[Verdict]:
+    """The ``[[baseline]]`` rules: ``revision`` (a worktree) vs this checkout."""
+    if not gates.baselines:
+        raise InputError(f"{gates.path} declares no [[baseline]] rules to compare")
+    with worktree(revision) as path:
+        sides = {"baseline": Side(path), "candidate": Side(CANDIDATE_ROOT)}
+        return compare(gates.baselines, sides, gates.settings, timeout_s, scenario_file)
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """How often identical code (or code slowed by ``slowdown``) failed the gate."""
+
+    repetitions: int
+    slowdown: float
+    failing_repetitions: int
+    verdicts: tuple[tuple[Verdict, ...], ...]
+
+    def markdown(self) -> str:
+        rate = self.failing_repetitions / self.repetitions
+        what = (
+            "false alarms (identical code on both sides)"
+            if self.slowdown == 1.0
+            else f"detections of an injected {self.slowdown:g}x slowdown"
+        )
+        lines = [
+            "## scanbench gate calibration",
+            "",
+            f"{what}: **{self.failing_repetitions} of {self.repetitions}** repetitions "
+            f"({rate:.0%}); each repetition = every [[baseline]] rule, interleaved, with "
+            "fresh workers and its own seed.",
+            "",
+            "| repetition | rule | outcome | numbers |",
+            "| --- | --- | --- | --- |",
+        ]
+        for index, verdicts in enumerate(self.verdicts):
+            lines += [f"| {index} | {v.rule} | {v.outcome} | {v.detail} |" for v in verdicts]
+        return "\n".join([*lines, ""])
+
+
+def calibrate(
+    gates: Gates,
+    repetitions: int,
+    slowdown: float,
+    timeout_s: float,
+    scenario_file: str | None = None,
+) -> Calibration:
+    """`--aa`: this checkout on both sides, ``repetitions`` times."""
+    if not gates.baselines:
+        raise InputError(f"{gates.path} declares no [[baseline]] rules to calibrate")
+    sides = {"baseline": Side(CANDIDATE_ROOT), "candidate": Side(CANDIDATE_ROOT, slowdown)}
+    runs = tuple(
+        tuple(compare(gates.baselines, sides, gates.settings, timeout_s, scenario_file, rep))
+        for rep in range(repetitions)
+    )
+    failing = sum(any(v.outcome == "fail" for v in verdicts) for verdicts in runs)
+    return Calibration(repetitions, slowdown, failing, runs)

@@ -1,0 +1,239 @@
+"""The gate file: declarative regression rules in TOML, parsed into frozen dataclasses.
+
+``benchmarks/gates.toml`` (hand-written, reviewed like code)::
+
+    [settings]
+    counts_file = "counts.toml"  # count expectations, written by `scanbench gate --update-counts`
+    count_size = "smoke"         # the size counts are taken at
+    count_exclude = ["mppi_tuning/sequential-eager"]
+    confidence = 0.99            # bootstrap confidence of every time decision
+    blocks = 20                  # --against: interleaved blocks per cell ...
+    samples_per_block = 5        # ... of this many calls per side
+    delta = 0.10                 # --against: allowed slowdown (10%) unless a rule says
+    floor_s = 10e-6              # --against: differences below 10 us never fail
+    seed = 0
+
+    [[invariant]]                # within one run: `slower` takes >= factor x `faster`
+                                 # (or, with `within = N` instead: at most N x)
+    scenario = "tridiagonal"
+    size = "smoke"
+    faster = "scanned-time-major"
+    slower = "scanned-issue"
+    factor = 2.0
+
+    [[baseline]]                 # --against REV: this cell may not slow down
+    scenario = "tridiagonal"
+    backend = "numba-serial"
+    size = "smoke"
+    delta = 0.05                 # optional, default [settings] delta
+
+The counts file holds one ``[[count]]`` table per cell with its per-call totals and the
+per-function / per-op breakdowns that name the culprit when a total grows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.api import InputError, UnknownNameError
+from harness.counting import GATED_COUNTS
+
+SETTINGS = {
+    "counts_file": "counts.toml",
+    "count_size": "smoke",
+    "count_exclude": [],
+    "confidence": 0.99,
+    "blocks": 20,
+    "samples_per_block": 5,
+    "delta": 0.10,
+    "floor_s": 10e-6,
+    "seed": 0,
+}
+BREAKDOWNS = ("dispatches_by_function", "kernels_by_op", "launch_by_executable")
+
+
+@dataclasses.dataclass(frozen=True)
+class CountRule:
+    """Per-call counts of one cell may not exceed these (exact: counts are deterministic)."""
+
+    scenario: str
+    backend: str
+    size: str
+    dtype: str
+    limits: Mapping[str, float]
+    dispatches_by_function: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    launch_by_executable: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario}/{self.backend}/{self.size}/{self.dtype}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Invariant:
+    """Within one run, ``slower`` takes at least ``factor`` x the time of ``faster``
+    (``within``: at most that many times; exactly one of the two is set)."""
+
+    scenario: str
+    size: str
+    faster: str
+    slower: str
+    factor: float | None = None
+    within: float | None = None
+    dtype: str | None = None
+    why: str = ""
+
+    @property
+    def label(self) -> str:
+        where = f"{self.scenario}/{self.size}"
+        if self.within is not None:
+            return f"{where}: {self.slower} within {self.within:g}x of {self.faster}"
+        return f"{where}: {self.faster} >= {self.factor:g}x faster than {self.slower}"
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineRule:
+    """Against a baseline revision, this cell may not slow down by more than ``delta``."""
+
+    scenario: str
+    backend: str
+    size: str
+    delta: float
+    floor_s: float
+    dtype: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario}/{self.backend}/{self.size}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Gates:
+    """Everything a gate file declares (settings, rules) plus the counts file's rules."""
+
+    path: Path
+    settings: Mapping[str, Any]
+    counts: tuple[CountRule, ...]
+    invariants: tuple[Invariant, ...]
+    baselines: tuple[BaselineRule, ...]
+
+    @property
+    def counts_path(self) -> Path:
+        return self.path.parent / self.settings["counts_file"]
+
+
+def _table(raw: Any, where: str, required: dict[str, type], optional: dict[str, type]) -> dict:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected a table, got {type(raw).__name__}")
+    allowed = {**required, **optional}
+    for key in raw:
+        if key not in allowed:
+            raise UnknownNameError("key", key, sorted(allowed), where)
+    for key in required:
+        if key not in raw:
+            raise InputError(f"{where}: missing key {key!r} (required: {', '.join(required)})")
+    for key, value in raw.items():
+        kind = allowed[key]
+        ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            raise InputError(
+                f"{where}: {key!r} must be {kind.__name__}, got {type(value).__name__} {value!r}"
+            )
+    return raw
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise InputError(f"{path}: cannot read gate file ({error.strerror})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"{path}: not valid TOML ({error})") from None
+
+
+def _positive(value: float, where: str) -> float:
+    if value <= 0:
+        raise InputError(f"{where} must be > 0, got {value}")
+    return float(value)
+
+
+def load_gates(path: str | Path) -> Gates:
+    """Parse and validate a gate file and its counts file (which may not exist yet).
+
+    Raises:
+        InputError / UnknownNameError: naming the file, the table, the key and the
+            allowed keys or values.
+    """
+    path = Path(path)
+    data = _read_toml(path)
+    _table(data, str(path), {}, {"settings": dict, "invariant": list, "baseline": list})
+    types = {key: type(value) for key, value in SETTINGS.items()}
+    types["confidence"] = types["delta"] = types["floor_s"] = float
+    settings = {**SETTINGS, **_table(data.get("settings", {}), f"{path} [settings]", {}, types)}
+    for key in ("blocks", "samples_per_block"):
+        _positive(settings[key], f"{path} [settings] {key}")
+    if not 0.5 < settings["confidence"] < 1:
+        raise InputError(
+            f"{path} [settings] confidence must be in (0.5, 1), got {settings['confidence']}"
+        )
+    invariants = []
+    for index, raw in enumerate(data.get("invariant", [])):
+        where = f"{path} [[invariant]] #{index + 1}"
+        raw = _table(
+            raw,
+            where,
+            {"scenario": str, "size": str, "faster": str, "slower": str},
+            {"factor": float, "within": float, "dtype": str, "why": str},
+        )
+        if ("factor" in raw) == ("within" in raw):
+            raise InputError(
+                f"{where}: give exactly one of 'factor' (at least) or 'within' (at most)"
+            )
+        for key in ("factor", "within"):
+            if key in raw:
+                raw[key] = _positive(raw[key], f"{where} {key}")
+        invariants.append(Invariant(**raw))
+    baselines = []
+    for index, raw in enumerate(data.get("baseline", [])):
+        where = f"{path} [[baseline]] #{index + 1}"
+        raw = _table(
+            raw,
+            where,
+            {"scenario": str, "backend": str, "size": str},
+            {"dtype": str, "delta": float, "floor_s": float},
+        )
+        delta = _positive(raw.pop("delta", settings["delta"]), f"{where} delta")
+        floor = float(raw.pop("floor_s", settings["floor_s"]))
+        baselines.append(BaselineRule(**raw, delta=delta, floor_s=floor))
+    gates = Gates(path, settings, (), tuple(invariants), tuple(baselines))
+    return dataclasses.replace(gates, counts=load_count_rules(gates.counts_path))
+
+
+def load_count_rules(path: Path) -> tuple[CountRule, ...]:
+    """The ``[[count]]`` tables of a counts file; none if the file does not exist yet."""
+    if not path.exists():
+        return ()
+    data = _read_toml(path)
+    _table(data, str(path), {}, {"count": list})
+    rules = []
+    for index, raw in enumerate(data.get("count", [])):
+        where = f"{path} [[count]] #{index + 1}"
+        raw = _table(
+            raw,
+            where,
+            {"scenario": str, "backend": str, "size": str, "dtype": str},
+            {**{key: float for key in GATED_COUNTS}, **{key: dict for key in BREAKDOWNS}},
+        )
+        limits = {key: float(raw[key]) for key in GATED_COUNTS if key in raw}
+        breakdowns = {key: dict(raw.get(key, {})) for key in BREAKDOWNS}
+        cell = {key: raw[key] for key in ("scenario", "backend", "size", "dtype")}
+        rules.append(CountRule(**cell, limits=limits, **breakdowns))
+    return tuple(rules)

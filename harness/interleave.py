@@ -1,0 +1,217 @@
+"""Baseline vs candidate, interleaved in randomized blocks in one job (`scanbench gate
+--against REV` and its self-calibration `--aa`).
+
+On a shared machine the speed drifts by 0.3x-3x between moments, so the two sides are
+measured alternately: per block, each side's warm worker takes a few timed calls, in an
+order drawn from a seeded generator. Each block gives a paired ratio; `harness.gate.
+paired_decision` decides from those, and a suspect cell is re-measured in fresh processes
+before it fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from harness.api import HarnessError, InputError
+from harness.gate import PairedDecision, Verdict, paired_decision
+from harness.gate_rules import BaselineRule
+
+SIDES = ("baseline", "candidate")
+CANDIDATE_ROOT = Path(__file__).resolve().parent.parent  # the checkout this harness is from
+SERVE = Path(__file__).resolve().parent / "serve.py"
+
+
+def schedule(blocks: int, seed: int) -> list[tuple[str, str]]:
+    """The order of the two sides in each block: a seeded coin flip per block."""
+    rng = np.random.default_rng(seed)
+    return [SIDES if flip else SIDES[::-1] for flip in rng.integers(0, 2, size=blocks)]
+
+
+def interleaved_blocks(
+    samplers: Mapping[str, Callable[[int], list[float]]],
+    blocks: int,
+    per_block: int,
+    seed: int,
+) -> dict[str, list[list[float]]]:
+    """Run ``samplers[side](per_block)`` for both sides in every block, in `schedule` order."""
+    out: dict[str, list[list[float]]] = {side: [] for side in SIDES}
+    for order in schedule(blocks, seed):
+        for side in order:
+            out[side].append(list(samplers[side](per_block)))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """Where a side's code lives, and the test-only slowdown factor applied to it."""
+
+    root: Path
+    slowdown: float = 1.0
+
+
+class ServedCell:
+    """A `harness/serve.py` worker for one cell of one side (a context manager)."""
+
+    def __init__(self, rule: BaselineRule, side: Side, timeout_s: float, scenario_file=None):
+        spec = {
+            "scenario": rule.scenario,
+            "backend": rule.backend,
+            "size": rule.size,
+            "dtype": rule.dtype,  # None: the scenario's default
+            "scenario_file": scenario_file,
+            "slowdown": side.slowdown,
+        }
+        env = dict(os.environ, PYTHONPATH=str(side.root), PYTHONUNBUFFERED="1")
+        self.label, self.root, self.timeout_s = rule.label, side.root, timeout_s
+        # stderr to a file: a pipe nobody reads could fill up and block the worker
+        self.stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
+        self.process = subprocess.Popen(
+            [sys.executable, str(SERVE), str(side.root), json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            cwd=side.root,
+            env=env,
+        )
+        ready = self._reply()
+        imported = Path(ready["harness"]).resolve()
+        if side.root.resolve() not in imported.parents:
+            self.close()
+            raise HarnessError(
+                f"{self.label}: the worker imported harness from {imported.parent}, not from "
+                f"{side.root}; is another scanbench installed non-editable?"
+            )
+
+    def _reply(self) -> dict:
+        readable, _, _ = select.select([self.process.stdout], [], [], self.timeout_s)
+        if not readable:
+            self.process.kill()
+            raise HarnessError(f"{self.label} ({self.root}): no answer within {self.timeout_s:g} s")
+        line = self.process.stdout.readline()
+        if not line:
+            self.process.wait(timeout=self.timeout_s)
+            self.stderr.seek(0)
+            tail = self.stderr.read()[-2000:]
+            raise HarnessError(f"{self.label} ({self.root}): worker died: {tail}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise HarnessError(f"{self.label} ({self.root}): {reply['error']}")
+        return reply
+
+    def samples(self, count: int) -> list[float]:
+        self.process.stdin.write(json.dumps({"samples": count}) + "\n")
+        self.process.stdin.flush()
+        return self._reply()["samples"]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.stderr.close()
+
+    def __enter__(self) -> ServedCell:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def measure_pair(
+    rule: BaselineRule,
+    sides: Mapping[str, Side],
+    settings: Mapping,
+    seed: int,
+    timeout_s: float,
+    scenario_file: str | None = None,
+) -> PairedDecision:
+    """Fresh workers for both sides, interleaved blocks, one paired decision."""
+    with contextlib.ExitStack() as stack:
+        workers = {
+            side: stack.enter_context(ServedCell(rule, sides[side], timeout_s, scenario_file))
+            for side in SIDES
+        }
+        blocks = interleaved_blocks(
+            {side: worker.samples for side, worker in workers.items()},
+            settings["blocks"],
+            settings["samples_per_block"],
+            seed,
+        )
+    return paired_decision(
+        blocks["baseline"],
+        blocks["candidate"],
+        rule.delta,
+        rule.floor_s,
+        settings["confidence"],
+        seed,
+    )
+
+
+def _describe(decision: PairedDecision, rule: BaselineRule, confidence: float) -> str:
+    return (
+        f"candidate/baseline {decision.ratio:.3f}x, {confidence:.0%} lower bound "
+        f"{decision.low:.3f} vs {1 + rule.delta:.2f}; difference "
+        f"{decision.difference_s * 1e6:+.1f} us (floor {rule.floor_s * 1e6:g} us)"
+    )
+
+
+def compare(
+    rules: Sequence[BaselineRule],
+    sides: Mapping[str, Side],
+    settings: Mapping,
+    timeout_s: float = 900.0,
+    scenario_file: str | None = None,
+    seed_offset: int = 0,
+) -> list[Verdict]:
+    """One verdict per rule: fail only when the interleaved measurement and a confirming
+    re-run in fresh processes are both suspect."""
+    verdicts = []
+    confidence = settings["confidence"]
+    for index, rule in enumerate(rules):
+        seed = settings["seed"] + 1000 * seed_offset + 2 * index
+        first = measure_pair(rule, sides, settings, seed, timeout_s, scenario_file)
+        detail = _describe(first, rule, confidence)
+        outcome = "pass"
+        if first.suspect:
+            again = measure_pair(rule, sides, settings, seed + 1, timeout_s, scenario_file)
+            detail += f"; confirming re-run: {_describe(again, rule, confidence)}"
+            outcome = "fail" if again.suspect else "pass"
+            if not again.suspect:
+                detail += " (not confirmed)"
+        verdicts.append(Verdict("baseline", rule.label, outcome, detail))
+    return verdicts
+
+
+@contextlib.contextmanager
+def worktree(revision: str) -> Iterator[Path]:
+    """A temporary git worktree of ``revision`` of the candidate's repository."""
+
+    def git(*args: str, cwd: Path = CANDIDATE_ROOT) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+
+    resolved = git("rev-parse", "--verify", f"{revision}^{{commit}}")
+    if resolved.returncode != 0:
+        raise InputError(f"--against {revision!r}: not a commit of {CANDIDATE_ROOT}")
+    with tempfile.TemporaryDirectory(prefix="scanbench-baseline-") as tmp:
+        path = Path(tmp) / "baseline"
+        added = git("worktree", "add", "--detach", str(path), resolved.stdout.strip())
+        if added.returncode != 0:
+            raise HarnessError(f"git worktree add failed: {added.stderr.strip()}")
+        try:
+            yield path
+        finally:
+            git("worktree", "remove", "--force", str(path))
