@@ -17,6 +17,7 @@ from scipy import stats as scipy_stats
 from harness.api import Record
 from harness.counting import GATED_COUNTS, per_call_breakdowns, per_call_counts
 from harness.gate_rules import BREAKDOWNS, CountRule, Invariant
+from harness.timing import median_interval
 
 OUTCOMES = ("pass", "fail", "inconclusive")
 BREAKDOWN_OF = dict(zip(("dispatches", "kernels", "launch_equivalent"), BREAKDOWNS, strict=True))
@@ -212,19 +213,7 @@ def paired_decision(
     cand = np.asarray([np.median(block) for block in candidate_blocks])
     ratios = cand / base
     ratio = float(np.median(ratios))
-    if len(ratios) >= 2 and np.ptp(ratios) > 0:
-        result = scipy_stats.bootstrap(
-            (ratios,),
-            np.median,
-            confidence_level=confidence,
-            n_resamples=2000,
-            method="percentile",
-            alternative="greater",
-            rng=np.random.default_rng(seed),
-        )
-        low = float(result.confidence_interval.low)
-    else:
-        low = ratio
+    low = median_interval(ratios, confidence, seed, "greater")[0] if len(ratios) >= 2 else ratio
     difference = float(
         np.median(np.concatenate(candidate_blocks)) - np.median(np.concatenate(baseline_blocks))
     )

@@ -99,6 +99,28 @@ def repeat(
     return tuple(samples), output
 
 
+def median_interval(
+    values: Sequence[float], confidence: float, seed: int, alternative: str = "two-sided"
+) -> tuple[float, float]:
+    """Bootstrap interval of the median (``scipy.stats.bootstrap``, percentile method,
+    seeded); ``alternative="greater"`` gives a one-sided lower bound (high = inf). Needs
+    at least 2 values; identical values give a zero-width interval."""
+    values = np.asarray(values, dtype=np.float64)
+    if np.ptp(values) == 0:
+        median = float(values[0])
+        return median, median
+    result = scipy_stats.bootstrap(
+        (values,),
+        np.median,
+        confidence_level=confidence,
+        n_resamples=2000,
+        method="percentile",
+        alternative=alternative,
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
 def summarize(
     samples: Sequence[float], confidence: float = 0.95, seed: int = 0
 ) -> dict[str, float | int | None]:
@@ -113,19 +135,7 @@ def summarize(
     q25, median, q75 = np.percentile(values, [25, 50, 75])
     ci_low = ci_high = None
     if len(values) >= 2:
-        if np.ptp(values) == 0:
-            ci_low = ci_high = float(median)
-        else:
-            result = scipy_stats.bootstrap(
-                (values,),
-                np.median,
-                confidence_level=confidence,
-                n_resamples=2000,
-                method="percentile",
-                rng=np.random.default_rng(seed),
-            )
-            ci_low = float(result.confidence_interval.low)
-            ci_high = float(result.confidence_interval.high)
+        ci_low, ci_high = median_interval(values, confidence, seed)
     return {
         "count": len(values),
         "median": float(median),
