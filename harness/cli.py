@@ -7,7 +7,9 @@ printed as one line on stderr with exit code 2, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,6 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds before a cell's worker is killed (default 1800)",
     )
     run.add_argument("--out", help="results JSON path (default results/run-<time>.json)")
+    run.add_argument(
+        "--devices",
+        help="device counts to run each cell with, e.g. 1,2,4,8 (CPU: virtual devices via "
+        "XLA_FLAGS; sharded backends split their work over them; default: as visible)",
+    )
+    run.add_argument("--coordinator", help="multi-process run: HOST:PORT of process 0")
+    run.add_argument("--num-processes", type=_positive(int, "--num-processes"))
+    run.add_argument("--process-id", type=int)
     run.add_argument("--md", help="also write the markdown report to this path")
     run.add_argument("--html", help="also write the HTML report (with plots) to this path")
     run.add_argument("--quiet", action="store_true", help="do not print the markdown table")
@@ -181,18 +191,37 @@ def _sizes(text: str) -> list[str]:
     return sizes
 
 
+def _device_counts(text: str | None) -> list[int | None]:
+    if text is None:
+        return [None]
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise InputError(
+            f"--devices must be counts separated by commas, e.g. 1,2,4,8; got {text!r}"
+        ) from None
+    if any(count < 1 for count in counts) or len(set(counts)) != len(counts):
+        raise InputError(f"--devices counts must be >= 1, each once; got {text!r}")
+    return counts
+
+
 def _run(args: argparse.Namespace) -> int:
     from harness.runner import collect_environment, run_cells
 
     if args.warmup < 0:
         raise InputError(f"--warmup must be >= 0, got {args.warmup}")
+    from harness.sharding import distributed_settings
+
     sizes = _sizes(args.size)
+    device_counts = _device_counts(args.devices)
+    os.environ.update(distributed_settings(args.coordinator, args.num_processes, args.process_id))
     cells = [
-        cell
+        dataclasses.replace(cell, devices=devices)
         for size in sizes
         for cell in select(
             args.scenario, args.backend, size, args.dtype, args.seed, args.scenario_file
         )
+        for devices in device_counts
     ]
     timing = TimingConfig(warmup=args.warmup, min_time_s=args.min_time, min_count=args.min_count)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -209,6 +238,7 @@ def _run(args: argparse.Namespace) -> int:
     invocation = {
         "argv": sys.argv[1:],
         "sizes": sizes,
+        "devices": device_counts,
         "seed": args.seed,
         "timing": {
             "warmup": timing.warmup,

@@ -88,10 +88,12 @@ class Cell:
     dtype: str
     seed: int = 0
     scenario_file: str | None = None
+    devices: int | None = None  # None: the worker's devices as they are (see harness.sharding)
 
     @property
     def label(self) -> str:
-        return f"{self.scenario}/{self.backend}/{self.size}/{self.dtype}"
+        label = f"{self.scenario}/{self.backend}/{self.size}/{self.dtype}"
+        return label if self.devices is None else f"{label}/{self.devices}dev"
 
 
 def select(

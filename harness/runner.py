@@ -21,6 +21,7 @@ from typing import Any
 from harness.api import HarnessError, Record
 from harness.decomposition import decompose
 from harness.registry import Cell, get_scenario
+from harness.sharding import environ_for
 from harness.timing import TimingConfig
 from harness.worker import cell_spec
 
@@ -84,6 +85,7 @@ def run_cell_in_worker(
 ) -> Record:
     """One cell in a fresh process; never raises for a failure of the cell itself."""
     started = time.perf_counter()
+    environ = environ_for(cell.devices, os.environ if environ is None else environ)
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
         spec.write_text(json.dumps(cell_spec(cell, timing, probes, counts_only)), encoding="utf-8")

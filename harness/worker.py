@@ -23,6 +23,7 @@ from typing import Any
 from harness.api import Record
 from harness.counting import counts_per_call
 from harness.registry import Cell, get_scenario
+from harness.sharding import cell_device_info, initialize_distributed
 from harness.store import write_json_atomic
 from harness.timing import TimingConfig, repeat, summarize, time_call
 
@@ -83,8 +84,10 @@ def run_cell(
     try:
         from harness.environment import device_info
 
+        if initialize_distributed():  # every process must make the same calls: by count
+            timing = dataclasses.replace(timing, min_time_s=0.0, max_count=timing.min_count)
         base["x64"] = configure_jax(cell.dtype)
-        base["device"] = device_info()
+        base["device"] = {**device_info(), **cell_device_info()}
         inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
         expected = scenario.reference(inputs)
         start = time.perf_counter()

@@ -31,10 +31,16 @@ GROUP = ["scenario", "size", "dtype", "device"]
 SAME_RUN = ["run", *GROUP]  # ratios only ever compare backends measured in one run
 
 
-def _device_label(device: dict, environment: dict) -> str:
+def _device_kind(device: dict, environment: dict) -> str:
     platform = device.get("platform") or environment.get("platform") or "?"
     kind = device.get("device_kind") or environment.get("device_kind") or "?"
     return f"{platform}:{kind}"
+
+
+def _device_label(device: dict, environment: dict) -> str:
+    """``platform:kind``, with `` xN`` when the cell ran on N > 1 devices (--devices)."""
+    count = device.get("cell_devices", 1)
+    return _device_kind(device, environment) + (f" x{count}" if count > 1 else "")
 
 
 def _count_columns(counts: dict, decomposition: dict) -> dict:
@@ -81,6 +87,9 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "size": record.size,
                     "dtype": record.dtype,
                     "device": _device_label(dict(record.device), env),
+                    "device_kind": _device_kind(dict(record.device), env),
+                    "devices": dict(record.device).get("cell_devices", 1),
+                    "processes": dict(record.device).get("processes", 1),
                     "host": env.get("hostname", "?"),
                     "jax": (env.get("versions") or {}).get("jax", "?"),
                     "size_params": json.dumps(dict(record.size_params), sort_keys=True),

@@ -20,6 +20,7 @@ from harness.store import Run
 from reports import plots
 from reports.comparable import Apart, split_comparable
 from reports.frame import records_frame
+from reports.scaling import scaling_tables
 from reports.tables import (
     COLUMN_HELP,
     counts_table,
@@ -125,6 +126,9 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
                     for backend, status, error in failed
                 ]
                 out.append("</ul>")
+    for title, rows, table in scaling_tables(frame):
+        out += [f"<h2>Scaling: {_esc(title)}</h2>", _table(table)]
+        out += _figure(plots.scaling(rows, title))
     if apart:
         out += ["<h2>Not compared</h2>", "<ul>"]
         out += [f"<li>{_esc(item.what)}: {_esc(item.reason)}</li>" for item in apart]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from harness.store import Run
 from reports.comparable import Apart, split_comparable
 from reports.frame import records_frame
+from reports.scaling import scaling_tables
 from reports.tables import (
     COLUMN_HELP,
     counts_table,
@@ -40,6 +41,9 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
         out += [f"- **{backend}** {status}: {error}" for backend, status, error in failed]
         if failed:
             out.append("")
+    for title, _, table in scaling_tables(frame):
+        out += [f"## Scaling: {title}", ""]
+        out += [table.to_markdown(index=False, disable_numparse=True), ""]
     if apart:
         out += ["## Not compared", ""]
         out += [f"- {item.what}: {item.reason}" for item in apart]

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from reports.tables import format_seconds
+from reports.tables import format_seconds, number
 
 STRATEGY_COLORS = {
     "sequential": "#d62728",
@@ -255,6 +255,43 @@ def devices_side_by_side(rows: pd.DataFrame, title: str) -> Plot | None:
         "the device changes most."
     )
     return Plot(f"Devices side by side: {title}", caption, figure)
+
+
+def scaling(rows: pd.DataFrame, title: str) -> Plot | None:
+    """Throughput against the number of devices, one line per backend, with the ideal
+    (N x its 1-device throughput) dashed. ``rows``: from `reports.scaling.scaling_rows`."""
+    if rows.empty:
+        return None
+    unit = rows["unit"].iloc[0] or "calls"
+    figure = Figure(figsize=(7.5, 4.5), layout="constrained")
+    axes = figure.add_subplot()
+    for index, (backend, line) in enumerate(rows.groupby("backend", sort=False)):
+        color = f"C{index}"
+        axes.plot(line["devices"], line["throughput"], marker="o", color=color, label=backend)
+        one = line[line["devices"] == 1]["throughput"]
+        if not one.empty:
+            ideal = one.iloc[0] * line["devices"]
+            axes.plot(line["devices"], ideal, linestyle="--", color=color, alpha=0.5,
+                      label=f"{backend}: ideal (N x 1 device)")  # fmt: skip
+    counts = sorted(rows["devices"].unique())
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(counts, [str(c) for c in counts])
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.set_yscale("log")
+    _log_axis(axes.yaxis, number)
+    axes.set_xlabel("devices")
+    axes.set_ylabel(f"throughput [{unit}/s] (log scale)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    last = rows.sort_values("devices").groupby("backend").tail(1)
+    parts = [
+        f"{r.backend} at {r.devices} devices: {r.scaling_speedup:.2f}x "
+        f"({r.efficiency:.0%} efficient)"
+        for r in last.itertuples()
+        if pd.notna(r.scaling_speedup)
+    ]
+    caption = "Solid lines at the dashed ones scale perfectly. " + "; ".join(parts) + "."
+    return Plot(f"Scaling over devices: {title}", caption, figure)
 
 
 def _labels(ok: pd.DataFrame) -> list[str]:

@@ -49,6 +49,26 @@ def test_synthetic_nested_pjit_counts_once_per_launch():
     assert counts.device_puts == 1
 
 
+def test_synthetic_sharded_launch_counts_executions_per_device():
+    launch = "CommonPjRtLoadedExecutable::Execute (jit_f)"
+    events = [
+        ev(launch, 0, 500),  # the host-side launch over all devices
+        # worker line A runs device 1, then device 0; line B runs device 2
+        ev(f"[1] {launch}", 10, 5, line="A"),
+        ev("add", 20, 2, line="A", hlo_op="add", hlo_module="jit_f"),
+        ev("mul", 30, 2, line="A", hlo_op="mul", hlo_module="jit_f"),
+        ev(f"[0] {launch}", 40, 5, line="A"),
+        ev("add", 50, 2, line="A", hlo_op="add", hlo_module="jit_f"),
+        ev(f"[2] {launch}", 12, 5, line="B"),
+        ev("add", 25, 2, line="B", hlo_op="add", hlo_module="jit_f"),
+        ev("end: add", 27, 1, line="B"),
+    ]
+    counts = count_events(events)
+    assert counts.executions == 1 and counts.dispatches == 1
+    assert counts.executions_by_device == {"0": 1, "1": 1, "2": 1}
+    assert counts.kernels == 4
+
+
 def test_jitted_function_called_ten_times_is_ten_dispatches():
     f = jax.jit(lambda x: jnp.sin(x) * 2.0 + 1.0)
     x = jnp.ones(1000, jnp.float32)

@@ -15,7 +15,11 @@ What is counted (XLA:CPU; GPU planes are handled by ``harness.probes.gpu``):
   names the function, or the HLO module for unattributed launches;
 - **kernels**: thunk events carrying an ``hlo_op`` stat, minus ``end:`` markers and
   ``while``/``conditional`` containers, broken down by HLO module and op;
-- **device puts**: ``DevicePut`` events (host arrays placed on a device by JAX).
+- **device puts**: ``DevicePut`` events (host arrays placed on a device by JAX);
+- **executions per device** (a launch over several devices, e.g. a sharded executable):
+  one ``[i] CommonPjRtLoadedExecutable::Execute`` event per device ``i`` on the client's
+  worker threads. Kernels are not split by device: inner-loop thunks run on shared pool
+  threads that carry no device; kernels / devices is their mean per device.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ EXECUTE_PREFIX = "CommonPjRtLoadedExecutable::Execute"
 EXECUTE_PHASES = ("CommonPjRtLoadedExecutable::ExecutePrepare",)
 PJIT = re.compile(r"^PjitFunction\((?P<name>.*)\)$")
 CONTAINER = re.compile(r"^(while|conditional)(\.\d+)?$")
+DEVICE_EXECUTE = re.compile(r"^\[(?P<device>\d+)\] CommonPjRtLoadedExecutable::Execute")
 
 
 class TraceEvent(NamedTuple):
@@ -60,6 +65,7 @@ class TraceCounts:
     dispatches_by_function: Mapping[str, int]
     kernels_by_module: Mapping[str, int]
     kernels_by_op: Mapping[str, int]
+    executions_by_device: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,7 @@ class TraceCounts:
             "dispatches_by_function": dict(self.dispatches_by_function),
             "kernels_by_module": dict(self.kernels_by_module),
             "kernels_by_op": dict(self.kernels_by_op),
+            "executions_by_device": dict(self.executions_by_device),
         }
 
 
@@ -121,6 +128,7 @@ def count_events(events: Iterable[TraceEvent], host_plane: str = HOST_PLANE) -> 
     for event in host:
         by_line[event.line].append(event)
     dispatches_by_function: collections.Counter[str] = collections.Counter()
+    executions_by_device = _executions_by_device(host)
     executions = device_puts = 0
     for line_events in by_line.values():
         line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
@@ -155,7 +163,16 @@ def count_events(events: Iterable[TraceEvent], host_plane: str = HOST_PLANE) -> 
         dispatches_by_function=dict(dispatches_by_function.most_common()),
         kernels_by_module=dict(kernels_by_module.most_common()),
         kernels_by_op=dict(kernels_by_op.most_common()),
+        executions_by_device=executions_by_device,
     )
+
+
+def _executions_by_device(host: Iterable[TraceEvent]) -> dict[str, int]:
+    """Per-device launches (``[i] ...Execute`` events), keyed by device index."""
+    counts = collections.Counter(
+        match.group("device") for e in host if (match := DEVICE_EXECUTE.match(e.name))
+    )
+    return {device: counts[device] for device in sorted(counts, key=int)}
 
 
 def flatten(profile: Any) -> Iterator[TraceEvent]:

@@ -11,6 +11,7 @@ from harness.api import Backend, Scenario, Size
 from scenarios.mppi_tuning.cma_loops import library_backend, numba_backend
 from scenarios.mppi_tuning.jax_loops import scanned_backend, sequential_backend, vmapped_backend
 from scenarios.mppi_tuning.problem import check, make_inputs, reference, sizes, work
+from scenarios.mppi_tuning.sharded import sharded_backend
 from scenarios.mppi_tuning.tuning import describe
 
 
@@ -32,6 +33,9 @@ def backends() -> list[Backend]:
             "vmapped", description="ask/tell in Python, one jitted vmapped evaluate per gen"
         ),
         scanned_backend("scanned", description="the whole ask-evaluate-tell loop in lax.scan"),
+        sharded_backend(
+            "sharded", description="scanned, population split over all devices (shard_map)"
+        ),
         numba_backend("numba", description="cma CMA-ES + Numba prange evaluation (CPU native)"),
         library_backend("library", description="cma CMA-ES + the vmapped JAX evaluation"),
     ]

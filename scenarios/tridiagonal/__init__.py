@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from harness.api import Scenario, Strategy
 from harness.factories import host_backend, jax_backend
-from scenarios.tridiagonal import library, numba_solvers, scanned, sequential, vmapped
+from scenarios.tridiagonal import library, numba_solvers, scanned, sequential, sharded, vmapped
 from scenarios.tridiagonal.problem import SIZES, Diagonals, make_inputs, work
 from scenarios.tridiagonal.reference import check, gtsv_solve, reference
 
@@ -61,6 +61,10 @@ _BACKENDS = [
             to_reference=scanned.from_time_major,
         )
         for unroll in (2, 4, 8)
+    ),
+    sharded.sharded_backend(
+        "sharded",
+        description="scanned-time-major with the systems split over all devices (shard_map)",
     ),
     host_backend(
         "numba-serial",

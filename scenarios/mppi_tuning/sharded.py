@@ -1,0 +1,103 @@
+"""The ``sharded`` backend: `tune_scanned`'s loop with the population split over devices.
+
+The whole G-generation ask-evaluate-tell loop stays one jitted ``lax.scan``; inside it,
+the population (padded to a multiple of the device count with copies of its last
+candidate) is evaluated with ``jax.shard_map`` over a 1-D mesh, each device evaluating its
+slice on the same (replicated) episode keys. Only the first P fitness values reach
+``argmin`` and ``tell``: the padding never influences the search. Ask and tell run
+replicated on every device (2 numbers per candidate: cheaper than moving them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from harness import sharding
+from harness.api import Backend, Size, Strategy
+from scenarios.mppi_tuning.controller import Config
+from scenarios.mppi_tuning.objective import (
+    ask_key,
+    episode_keys,
+    evaluate_population,
+    generation_key,
+    tell_key,
+)
+from scenarios.mppi_tuning.problem import MppiInputs
+from scenarios.mppi_tuning.tuning import TuningResult, initial_state, make_strategy
+
+AXIS = "population"
+
+
+def sharded_evaluate(config: Config, mesh) -> Any:
+    """``(keys, population (P, 2)) -> fitness (P,)`` with the population split over
+    ``mesh``; P may be any size (padded inside, padding dropped from the result)."""
+    evaluate = jax.shard_map(
+        lambda keys, chunk: evaluate_population(keys, chunk, config),
+        mesh=mesh,
+        in_specs=(P(), P(AXIS)),
+        out_specs=P(AXIS),
+        # the controller's scans start from unsharded zeros; with the varying-axis check on,
+        # every such carry would need a pcast. Each device's work is independent anyway.
+        check_vma=False,
+    )
+
+    def padded_evaluate(keys, population):
+        count = population.shape[0]
+        padding = sharding.padded_size(count, mesh.size) - count
+        if padding:
+            filler = jnp.broadcast_to(population[-1:], (padding, *population.shape[1:]))
+            population = jnp.concatenate([population, filler])
+        return evaluate(keys, population)[:count]
+
+    return padded_evaluate
+
+
+def tune_sharded(root: jax.Array, config: Config, mesh) -> TuningResult:
+    """As `tune_scanned`, with the population evaluation sharded over ``mesh``."""
+    strategy, strategy_params = make_strategy(config)
+    state = initial_state(strategy, strategy_params, root)
+    evaluate = sharded_evaluate(config, mesh)
+
+    def one_generation(state, generation):
+        gen_key = generation_key(root, generation)
+        population, state = strategy.ask(ask_key(gen_key), state, strategy_params)
+        fitness = evaluate(episode_keys(gen_key, config.episodes), population)
+        state, _ = strategy.tell(tell_key(gen_key), population, fitness, state, strategy_params)
+        best = jnp.argmin(fitness)
+        return state, (population[best], fitness[best])
+
+    state, (best_candidate, best_fitness) = lax.scan(
+        one_generation, state, jnp.arange(config.generations)
+    )
+    return TuningResult(best_candidate, best_fitness, state.mean)
+
+
+def _prepare(inputs: MppiInputs, size: Size) -> tuple[Any, jax.Array]:
+    mesh = sharding.mesh_1d(AXIS)
+    root = jax.random.key_data(jax.random.key(inputs.seed))
+    root = sharding.put_global(root, NamedSharding(mesh, P()))
+    compiled = jax.jit(lambda r: tune_sharded(r, inputs.config, mesh)).lower(root).compile()
+    return compiled, root
+
+
+def _to_reference(result: TuningResult) -> TuningResult:
+    return TuningResult(*(sharding.fetch(value) for value in result))
+
+
+def sharded_backend(name: str, **kwargs) -> Backend:
+    return Backend(
+        name=name,
+        strategy=Strategy.SHARDED,
+        engine="jax",
+        prepare=_prepare,
+        run=lambda prepared: prepared[0](prepared[1]),
+        to_reference=_to_reference,
+        executables=lambda prepared: {name: (prepared[0], 1)},
+        **kwargs,
+    )

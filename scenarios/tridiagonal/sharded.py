@@ -1,0 +1,69 @@
+"""The ``sharded`` backend: the time-major scan solver with the systems split over devices.
+
+The (n, batch) time-major diagonals are placed with ``NamedSharding(mesh, P(None,
+"systems"))`` on a 1-D mesh over the cell's devices; ``jax.shard_map`` runs
+`time_major_kernel` on each device's block of systems (no communication: the systems are
+independent). A batch that does not divide by the device count is padded with identity
+systems (b = 1, a = c = d = 0, solution 0) and the padding is cut from the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from harness import sharding
+from harness.api import Backend, Size, Strategy
+from scenarios.tridiagonal.problem import Diagonals
+from scenarios.tridiagonal.scanned import time_major_kernel, to_time_major
+
+AXIS = "systems"
+SPEC = P(None, AXIS)  # time-major (n, batch): split the batch
+
+
+def pad_systems(diagonals: Diagonals, batch: int) -> Diagonals:
+    """Time-major diagonals with identity systems appended up to ``batch`` columns."""
+    n, current = diagonals.a.shape
+    if batch == current:
+        return diagonals
+    extra = np.zeros((n, batch - current), diagonals.a.dtype)
+    return Diagonals(
+        *(np.concatenate([v, extra + (1.0 if name == "b" else 0.0)], axis=1)
+          for name, v in zip(Diagonals._fields, diagonals, strict=True))
+    )  # fmt: skip
+
+
+def _prepare(inputs: Diagonals, size: Size) -> tuple[Any, Diagonals]:
+    mesh = sharding.mesh_1d(AXIS)
+    time_major = to_time_major(inputs)
+    batch = time_major.a.shape[1]
+    padded = pad_systems(time_major, sharding.padded_size(batch, mesh.size))
+    placement = NamedSharding(mesh, SPEC)
+    args = Diagonals(*(sharding.put_global(v, placement) for v in padded))
+    # check_vma off: the kernel's scans start from unsharded zeros (systems are independent)
+    solve = jax.shard_map(
+        time_major_kernel, mesh=mesh, in_specs=(SPEC,), out_specs=SPEC, check_vma=False
+    )
+    compiled = jax.jit(lambda d: solve(d)[:, :batch]).lower(args).compile()
+    return compiled, args
+
+
+def _to_reference(x: jax.Array) -> np.ndarray:
+    return sharding.fetch(x).T  # (n, batch) -> (batch, n)
+
+
+def sharded_backend(name: str, **kwargs) -> Backend:
+    return Backend(
+        name=name,
+        strategy=Strategy.SHARDED,
+        engine="jax",
+        prepare=_prepare,
+        run=lambda prepared: prepared[0](prepared[1]),
+        to_reference=_to_reference,
+        executables=lambda prepared: {name: (prepared[0], 1)},
+        **kwargs,
+    )
