@@ -105,9 +105,15 @@ def count_expectation(record: Record) -> dict:
         "size": record.size,
         "dtype": record.dtype,
     }
-    table.update({key: actual[key] for key in GATED_COUNTS if actual.get(key) is not None})
-    table.update(per_call_breakdowns(dict(record.counts)))
+    table.update({key: _tidy(actual[key]) for key in GATED_COUNTS if actual.get(key) is not None})
+    for name, breakdown in per_call_breakdowns(dict(record.counts)).items():
+        table[name] = {key: _tidy(value) for key, value in breakdown.items()}
     return table
+
+
+def _tidy(value: float) -> float | int:
+    """Whole counts as integers (they read better in the counts file)."""
+    return int(value) if float(value).is_integer() else value
 
 
 def ratio_interval(

@@ -117,8 +117,10 @@ def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
 
 
 def _describe(record: Record) -> str:
-    if record.status == "ok":
+    if record.status == "ok" and "median" in record.stats:
         return f"ok, median {record.stats['median'] * 1e3:.3f} ms"
+    if record.status == "ok":
+        return "ok (checked and counted, not timed)"
     return f"{record.status}: {(record.error or '').splitlines()[0][:160]}"
 
 

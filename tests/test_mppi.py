@@ -209,3 +209,26 @@ def test_candidates_are_clipped_to_the_bounds():
     params = params_from_candidate(jnp.asarray([-100.0, 100.0], jnp.float32))
     assert float(params.lambda_) == pytest.approx(1e-2, rel=1e-5)
     assert float(params.sigma) == pytest.approx(5.0, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("scale_per_generation", "message"),
+    [
+        ((1.0, 1.0), None),
+        ((1.01, 1.01), "by a median 0.01"),  # every generation 1% off: a wrong evaluation
+        ((1.0, 1.10), "generation 1: reported best fitness"),  # one 10% off
+    ],
+)
+def test_check_bounds_the_typical_and_the_worst_generation(scale_per_generation, message):
+    from harness.api import MismatchError
+    from tests.conftest import scenario_case
+
+    scenario, size, inputs, expected = scenario_case("mppi_tuning", "float32")
+    backend = scenario.backend("scanned")
+    result = backend.run(backend.prepare(inputs, size))
+    scaled = result._replace(best_fitness=np.asarray(result.best_fitness) * scale_per_generation)
+    if message is None:
+        assert scenario.check(scaled, expected, "float32") < 1e-4
+    else:
+        with pytest.raises(MismatchError, match=message):
+            scenario.check(scaled, expected, "float32")

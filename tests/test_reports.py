@@ -206,3 +206,31 @@ def test_chromium_renders_the_report(tmp_path):
     # the first plot (time vs size) sits in the top part: many colours, not a blank page
     colours = image.crop((0, 0, 1280, 1600)).getcolors(maxcolors=1 << 16)
     assert colours is None or len(colours) > 50
+
+
+def test_scaling_section_over_device_counts():
+    run = load_run(DATA / "scaling.json")
+    text = markdown.render([run])
+    section = text[text.index("## Scaling: tridiagonal / smoke / float64 / cpu:cpu (run 0)") :]
+    medians = {
+        (r.backend, r.device["cell_devices"]): r.stats["median"]
+        for r in run.records
+        if r.status == "ok"
+    }
+    assert {devices for _, devices in medians} == {1, 2, 4}
+    table = {
+        cells[1]: cells
+        for line in section.splitlines()
+        if line.startswith("| sharded ")
+        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
+    }
+    assert table["1"][5:] == ["1.00", "100%"]
+    for devices in (2, 4):
+        speedup = medians[("sharded", 1)] / medians[("sharded", devices)]
+        assert table[str(devices)][5:] == [f"{speedup:.2f}", f"{speedup / devices:.0%}"]
+    for devices in (1, 2, 4):  # each device count is its own table, labelled
+        label = "cpu:cpu" if devices == 1 else f"cpu:cpu x{devices}"
+        assert f"## tridiagonal / smoke / float64 / {label}" in text
+    assert "Scaling over devices: tridiagonal / smoke / float64 / cpu:cpu (run 0)" in images(
+        html.render([run])
+    )

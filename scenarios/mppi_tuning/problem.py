@@ -21,10 +21,15 @@ from harness.api import MismatchError, Size, UnknownNameError
 from scenarios.mppi_tuning.controller import Config
 from scenarios.mppi_tuning.objective import episode_keys, evaluate, generation_key
 
-# Relative tolerance of a reported fitness against the reference objective. JAX
-# backends agree to ~1e-6; the Numba evaluation (same noise, float64 arithmetic) differs
-# by closed-loop amplification of rounding, measured below 1e-3 on these tasks.
+# Relative tolerance of a reported fitness against the reference objective. The closed
+# loop amplifies rounding: the same candidate evaluated in batches of other shapes (or by
+# Numba in float64) differs by up to ~1e-3 (cart-pole, measured), and each generation's
+# *best* candidate is selected among P noisy values, so it is the one whose rounding
+# happened to favour it most (cart-pole default: up to 1.7e-2 seen). So the typical
+# generation (median error) must agree to 5e-3 and the worst one to 5e-2: a backend with
+# wrong keys, noise or parameters is off by the evaluation noise (~10%) in most generations.
 RTOL = {"float32": 5e-3}
+RTOL_WORST = {"float32": 5e-2}
 DT = 0.1
 
 
@@ -126,7 +131,9 @@ def reference(inputs: MppiInputs) -> Reference:
 
 
 def check(output: Any, expected: Reference, dtype: str) -> float:
-    """Re-evaluate each generation's reported best candidate; return the max rel. error."""
+    """Re-evaluate each generation's reported best candidate; the median relative error
+    over generations must be <= RTOL and the largest <= RTOL_WORST (see RTOL). Returns
+    the largest."""
     tolerance = RTOL[dtype]
     config = expected.inputs.config
     candidates = np.asarray(output.best_candidate)
@@ -143,11 +150,19 @@ def check(output: Any, expected: Reference, dtype: str) -> float:
     recomputed = expected.fitness_of(candidates)
     error = np.abs(reported - recomputed) / np.maximum(np.abs(recomputed), 1e-6)
     worst = int(np.argmax(error))
-    if error[worst] > tolerance:
+    if error[worst] > RTOL_WORST[dtype]:
         raise MismatchError(
             f"generation {worst}: reported best fitness {reported[worst]:.6g}, the reference "
             f"objective gives {recomputed[worst]:.6g} for that candidate",
             float(error[worst]),
+            RTOL_WORST[dtype],
+        )
+    typical = float(np.median(error))
+    if typical > tolerance:
+        raise MismatchError(
+            f"the reported best fitness differs from the reference objective by a median "
+            f"{typical:.3g} over {len(error)} generations",
+            typical,
             tolerance,
         )
     return float(error.max())

@@ -10,3 +10,5 @@ scanbench run --scenario tridiagonal --size smoke,default \
 scanbench run --scenario-file tests/scenario_files/toy.py --size smoke \
   --backend good --backend wrong --backend default-only --min-time 0.001 --min-count 3 --quiet \
   --out tests/data/toy-failed.json || true  # exit 1: a cell failed, as intended
+scanbench run --scenario tridiagonal --backend sharded --backend scanned-time-major \
+  --size smoke --devices 1,2,4 "${fast[@]}" --out tests/data/scaling.json
