@@ -174,35 +174,25 @@ def _write_reports(runs: list[Run], apart: list, md: str | None, html: str | Non
     from reports import markdown as markdown_report
 
     markdown = markdown_report.render(runs, apart, **kw)
-    for path, text in (
-        (md, lambda: markdown),
-        (html, lambda: html_report.render(runs, apart, **kw)),
-    ):
-        if path:
-            write_text_atomic(path, text())
-            print(f"report: {path}", file=sys.stderr)
+    if md:
+        write_text_atomic(md, markdown)
+        print(f"report: {md}", file=sys.stderr)
+    if html:
+        write_text_atomic(html, html_report.render(runs, apart, **kw))
+        print(f"report: {html}", file=sys.stderr)
     return markdown
 
 
-def _sizes(text: str) -> list[str]:
-    sizes = [name.strip() for name in text.split(",")]
-    if not all(sizes) or len(set(sizes)) != len(sizes):
-        raise InputError(f"--size must be size names separated by commas, each once; got {text!r}")
-    return sizes
-
-
-def _device_counts(text: str | None) -> list[int | None]:
-    if text is None:
-        return [None]
+def _comma_list(text: str, option: str, parse: type, what: str) -> list:
+    """``a,b,c`` -> parsed values, each given once and valid (non-empty / >= 1)."""
     try:
-        counts = [int(part) for part in text.split(",")]
+        values = [parse(part.strip()) for part in text.split(",")]
     except ValueError:
-        raise InputError(
-            f"--devices must be counts separated by commas, e.g. 1,2,4,8; got {text!r}"
-        ) from None
-    if any(count < 1 for count in counts) or len(set(counts)) != len(counts):
-        raise InputError(f"--devices counts must be >= 1, each once; got {text!r}")
-    return counts
+        values = []
+    valid = all(value >= 1 if parse is int else value for value in values)
+    if not values or not valid or len(set(values)) != len(values):
+        raise InputError(f"{option} must be {what} separated by commas, each once; got {text!r}")
+    return values
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -212,8 +202,12 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError(f"--warmup must be >= 0, got {args.warmup}")
     from harness.sharding import distributed_settings
 
-    sizes = _sizes(args.size)
-    device_counts = _device_counts(args.devices)
+    sizes = _comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")
+    device_counts = (
+        [None]
+        if args.devices is None
+        else _comma_list(args.devices, "--devices", int, "device counts >= 1 (e.g. 1,2,4,8)")
+    )
     os.environ.update(distributed_settings(args.coordinator, args.num_processes, args.process_id))
     cells = [
         dataclasses.replace(cell, devices=devices)

@@ -123,6 +123,16 @@ class Calibration:
             f"({rate:.0%}); each repetition = every [[baseline]] rule, interleaved, with "
             "fresh workers and its own seed.",
             "",
+            "| rule | repetitions failing | first measurement suspect (before confirmation) |",
+            "| --- | --- | --- |",
+        ]
+        for rule in dict.fromkeys(v.rule for verdicts in self.verdicts for v in verdicts):
+            mine = [v for verdicts in self.verdicts for v in verdicts if v.rule == rule]
+            failing = sum(v.outcome == "fail" for v in mine)
+            suspect = sum("confirming re-run" in v.detail for v in mine)
+            lines.append(f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} |")
+        lines += [
+            "",
             "| repetition | rule | outcome | numbers |",
             "| --- | --- | --- | --- |",
         ]

@@ -138,7 +138,7 @@ def test_device_settings_are_validated():
     with pytest.raises(InputError, match=r"--process-id must be in \[0, 2\)"):
         distributed_settings("127.0.0.1:1", 2, 2)
     result = scanbench("run", "--devices", "0,2")
-    assert result.returncode == 2 and "--devices counts must be >= 1" in result.stderr
+    assert result.returncode == 2 and "--devices must be device counts >= 1" in result.stderr
 
 
 def test_too_many_devices_fail_the_cell_clearly(tmp_path):
