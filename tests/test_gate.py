@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -176,7 +175,8 @@ def test_a_slowdown_of_one_side_is_suspect():
 def toy_gates(tmp_path: Path, **settings) -> Path:
     gates = {
         "settings": {"blocks": 8, "samples_per_block": 5, "floor_s": 0.0, **settings},
-        "baseline": [{"scenario": "toy", "backend": "good", "size": "default"}],
+        # ~1 ms calls: a microsecond call is dominated by per-process noise under load
+        "baseline": [{"scenario": "toy", "backend": "good", "size": "large"}],
     }
     path = tmp_path / "gates.toml"
     path.write_text(tomli_w.dumps(gates))
@@ -270,6 +270,4 @@ def test_counts_file_round_trip_keeps_breakdowns(tmp_path):
     expected = count_expectation(record)
     assert rule.kernels_by_op == expected["kernels_by_op"]
     assert rule.launch_by_executable == expected["launch_by_executable"]
-    assert json.dumps(rule.limits, sort_keys=True) == json.dumps(
-        {k: expected[k] for k in rule.limits}, sort_keys=True
-    )
+    assert rule.limits == {key: expected[key] for key in rule.limits}

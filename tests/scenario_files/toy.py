@@ -63,6 +63,7 @@ SCENARIO = Scenario(
     sizes={
         "smoke": Size("smoke", {"n": 8}),
         "default": Size("default", {"n": 1000}),
+        "large": Size("large", {"n": 1_000_000}),  # ~1 ms per call: above timer noise
     },
     make_inputs=make_inputs,
     reference=reference,
