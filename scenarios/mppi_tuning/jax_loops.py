@@ -14,6 +14,7 @@ ask-evaluate-tell loop as one jitted ``lax.scan``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import Any
@@ -204,15 +205,20 @@ def _vmapped_run(prepared: dict[str, Any]) -> TuningResult:
 # ---------------------------------------------------------------- scanned
 
 
-def tune_scanned(root: jax.Array, config: Config) -> TuningResult:
-    """The whole ask-evaluate-tell loop as one ``lax.scan`` (evosax's recommended form)."""
+def tune_scanned(root: jax.Array, config: Config, evaluate=None) -> TuningResult:
+    """The whole ask-evaluate-tell loop as one ``lax.scan`` (evosax's recommended form).
+
+    ``evaluate(keys, population) -> fitness`` defaults to `evaluate_population`; the
+    sharded backend passes its device-split evaluation."""
     strategy, strategy_params = make_strategy(config)
     state = initial_state(strategy, strategy_params, root)
+    if evaluate is None:
+        evaluate = functools.partial(evaluate_population, config=config)
 
     def one_generation(state, generation):
         gen_key = generation_key(root, generation)
         population, state = strategy.ask(ask_key(gen_key), state, strategy_params)
-        fitness = evaluate_population(episode_keys(gen_key, config.episodes), population, config)
+        fitness = evaluate(episode_keys(gen_key, config.episodes), population)
         state, _ = strategy.tell(tell_key(gen_key), population, fitness, state, strategy_params)
         best = jnp.argmin(fitness)
         return state, (population[best], fitness[best])

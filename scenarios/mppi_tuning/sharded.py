@@ -14,22 +14,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from harness import sharding
 from harness.api import Backend, Size, Strategy
 from scenarios.mppi_tuning.controller import Config
-from scenarios.mppi_tuning.objective import (
-    ask_key,
-    episode_keys,
-    evaluate_population,
-    generation_key,
-    tell_key,
-)
+from scenarios.mppi_tuning.jax_loops import tune_scanned
+from scenarios.mppi_tuning.objective import evaluate_population
 from scenarios.mppi_tuning.problem import MppiInputs
-from scenarios.mppi_tuning.tuning import TuningResult, initial_state, make_strategy
+from scenarios.mppi_tuning.tuning import TuningResult
 
 AXIS = "population"
 
@@ -59,23 +53,8 @@ def sharded_evaluate(config: Config, mesh) -> Any:
 
 
 def tune_sharded(root: jax.Array, config: Config, mesh) -> TuningResult:
-    """As `tune_scanned`, with the population evaluation sharded over ``mesh``."""
-    strategy, strategy_params = make_strategy(config)
-    state = initial_state(strategy, strategy_params, root)
-    evaluate = sharded_evaluate(config, mesh)
-
-    def one_generation(state, generation):
-        gen_key = generation_key(root, generation)
-        population, state = strategy.ask(ask_key(gen_key), state, strategy_params)
-        fitness = evaluate(episode_keys(gen_key, config.episodes), population)
-        state, _ = strategy.tell(tell_key(gen_key), population, fitness, state, strategy_params)
-        best = jnp.argmin(fitness)
-        return state, (population[best], fitness[best])
-
-    state, (best_candidate, best_fitness) = lax.scan(
-        one_generation, state, jnp.arange(config.generations)
-    )
-    return TuningResult(best_candidate, best_fitness, state.mean)
+    """`tune_scanned` with the population evaluation sharded over ``mesh``."""
+    return tune_scanned(root, config, sharded_evaluate(config, mesh))
 
 
 def _prepare(inputs: MppiInputs, size: Size) -> tuple[Any, jax.Array]:
