@@ -233,6 +233,12 @@ class Record:
     counts: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    interference: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def disturbed(self) -> bool:
+        """The machine was busy while this cell ran (see `harness.interference`)."""
+        return bool(self.interference.get("disturbed"))
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

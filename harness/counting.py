@@ -1,4 +1,5 @@
-"""The counting passes of a cell: trace, transfers, static HLO (never while timing).
+"""The counting passes of a cell: trace, transfers, compilations, static HLO (never while
+timing).
 
 Each pass runs separately from the timing pass and from each other (profiling costs
 about 7% per dispatch; the transfer guard adds its own cost). A probe that fails stores
@@ -7,6 +8,7 @@ its error next to the counts instead of a number; the timing stays valid.
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -63,9 +65,11 @@ def count_cell(
     backend: Backend, prepared: Any, platform: str, log_dir: str | None = None
 ) -> dict[str, Any]:
     """Counts for one call of ``backend.run(prepared)``; see the module doc."""
+    from harness.probes.compilations import count_compilations
     from harness.probes.gpu import command_buffers_enabled, count_gpu_events
     from harness.probes.trace import trace_calls
     from harness.probes.transfers import count_transfers
+    from harness.timing import call_and_wait
 
     counts: dict[str, Any] = {"calls": 1}
     try:
@@ -80,6 +84,11 @@ def count_cell(
         counts["transfers"] = count_transfers(lambda: backend.run(prepared), platform).to_json()
     except Exception as error:
         counts["transfers_error"] = f"{type(error).__name__}: {error}"
+    try:
+        call = functools.partial(call_and_wait, backend.run, prepared)
+        counts["compilations"] = count_compilations(call).to_json()
+    except Exception as error:
+        counts["compilations_error"] = f"{type(error).__name__}: {error}"
     try:
         counts["static"] = static_counts(backend, prepared)
     except Exception as error:
@@ -96,7 +105,8 @@ def per_call_counts(counts: dict[str, Any]) -> dict[str, float | None]:
     Counts may have been taken over several calls (``calls``) or on a smaller size
     (``scale``, see `Scenario.counting_size`); None where a probe did not produce the number.
     Keys: dispatches, executions, kernels (trace), kernels_static, launch_equivalent
-    (static), h2d, h2d_bytes, h2d_unknown, d2h, d2h_bytes.
+    (static), h2d, h2d_bytes, h2d_unknown, d2h, d2h_bytes, compiles and traces (inside
+    the call: retracing / recompilation).
     """
     trace = counts.get("trace") or {}
     static = counts.get("static") or {}
@@ -119,6 +129,8 @@ def per_call_counts(counts: dict[str, Any]) -> dict[str, float | None]:
         "h2d_unknown": scaled(transfers.get("h2d_unknown_size")),
         "d2h": scaled(transfers.get("d2h")),
         "d2h_bytes": scaled(transfers.get("d2h_bytes")),
+        "compiles": scaled((counts.get("compilations") or {}).get("compiles")),
+        "traces": scaled((counts.get("compilations") or {}).get("traces")),
     }
 
 

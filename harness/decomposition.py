@@ -1,15 +1,18 @@
-"""Where a cell's time goes: counts x unit costs, compute as the remainder.
+"""Where a cell's time goes: counts x unit costs, measured recompilation, the remainder.
 
 For one call with median time ``T``:
 
-    dispatch = dispatches x (queued cost of one dispatch)
-    launch   = kernels (trace, executed on this device) x (cost of one kernel launch)
-    transfer = H2D count x latency + H2D bytes / bandwidth  (+ the same for D2H off CPU)
-    compute  = T - dispatch - launch - transfer
+    dispatch  = dispatches x (queued cost of one dispatch)
+    launch    = kernels (trace, executed on this device) x (cost of one kernel launch)
+    transfer  = H2D count x latency + H2D bytes / bandwidth  (+ the same for D2H off CPU)
+    compile   = time spent tracing, lowering and compiling inside the call (measured by
+                `harness.probes.compilations`; 0 for a warm, compiled backend)
+    remainder = T - the above: device compute, host Python between calls and waits,
+                together; it is not measured, only what is left
 
 The unit costs come from ``harness.probes.overheads``, measured on the same device in
-the same run. When the overheads add up to more than ``T`` (they overlap with compute,
-e.g. queued dispatches), compute is clamped at 0 and ``overlap`` is set.
+the same run. When the parts add up to more than ``T`` (queued dispatches overlap with
+device work), the remainder is clamped at 0 and ``overlap`` is set.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+PARTS = ("dispatch", "launch", "transfer", "compile", "remainder")
+
 
 def decompose(
     median_s: float, counts: Mapping[str, Any], costs: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Seconds and fractions of ``median_s`` per component (pure)."""
+    """Seconds and fractions of ``median_s`` per part (pure)."""
     trace = counts.get("trace") or {}
     transfers = counts.get("transfers") or {}
     missing = [
@@ -36,7 +41,8 @@ def decompose(
     ]
     if missing:
         return {"error": f"cannot decompose: missing {', '.join(missing)}"}
-    scale = counts.get("scale", 1.0)  # counts made on a smaller size -> one call
+    calls = counts.get("calls") or 1
+    scale = counts.get("scale", 1.0) / calls  # counts of `calls` calls, maybe at a smaller size
     dispatch = scale * trace["dispatches"] * costs["dispatch_queued_s"]
     launch_cost = costs.get("kernel_launch_s")
     launch = scale * trace["kernels"] * launch_cost if launch_cost is not None else 0.0
@@ -46,16 +52,18 @@ def decompose(
         transfer += transfers["d2h"] * costs["d2h_latency_s"]
         transfer += (transfers.get("d2h_bytes") or 0) / costs["d2h_bytes_per_s"]
     transfer *= scale
-    overhead = dispatch + launch + transfer
-    compute = median_s - overhead
+    compile_s = scale * (counts.get("compilations") or {}).get("total_s", 0.0)
+    remainder = median_s - dispatch - launch - transfer - compile_s
     result: dict[str, Any] = {
         "dispatch_s": dispatch,
         "launch_s": launch,
         "transfer_s": transfer,
-        "compute_s": max(compute, 0.0),
-        "overlap": compute < 0,
+        "compile_s": compile_s,
+        "remainder_s": max(remainder, 0.0),
+        "overlap": remainder < 0,
         "launch_cost_known": launch_cost is not None,
+        "compile_measured": "compilations" in counts,
     }
-    for key in ("dispatch", "launch", "transfer", "compute"):
+    for key in PARTS:
         result[f"{key}_fraction"] = result[f"{key}_s"] / median_s if median_s > 0 else 0.0
     return result

@@ -1,9 +1,17 @@
-"""Backend factories over a scenario's pure function (optax/evosax style).
+"""Backend factories: the only places that build backends, so that *``run`` returns a
+ready result* holds by construction (optax/evosax style: data plus pure functions).
 
-``jax_backend`` places the inputs on the default device and compiles ahead of time
-(``jax.jit(fn).lower(inputs).compile()``) in the untimed ``prepare``, so the timed ``run``
-is exactly one dispatch of a compiled executable. ``host_backend`` wraps a NumPy, SciPy or
-Numba function; a Numba function is compiled in ``prepare`` by a call on tiny inputs.
+- `compiled_backend`: one AOT-compiled JAX executable and its device arguments, built in
+  the untimed ``prepare``; ``run`` is exactly one dispatch of it, then a wait for the
+  whole output. `jax_backend` is the common case of a pure function of the inputs.
+- `loop_backend`: a host-driven loop (a Python loop of jitted calls, an ask/tell loop of
+  another library); ``run`` waits for the whole output it returns.
+- `host_backend`: NumPy, SciPy or Numba on the host; a Numba function is compiled in
+  ``prepare`` by a call on tiny inputs.
+
+Every ``run`` these factories build carries `READY_MARK`; the timing loop
+(`harness.timing`) waits for the output again anyway, so a hand-built `Backend` (a user's
+scenario file) is timed correctly too.
 
 Example:
     >>> import jax.numpy as jnp
@@ -13,14 +21,91 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.api import Backend, Size, Strategy
+from harness.timing import block_until_ready
+
+READY_MARK = "__scanbench_returns_ready__"
 
 
 def _identity(value: Any) -> Any:
     return value
+
+
+def returns_ready(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``run`` wrapped so that it returns only once its whole output is ready."""
+    if getattr(run, READY_MARK, False):
+        return run
+
+    @functools.wraps(run)
+    def ready_run(prepared: Any) -> Any:
+        return block_until_ready(run(prepared))
+
+    setattr(ready_run, READY_MARK, True)
+    return ready_run
+
+
+def is_ready_run(run: Callable[[Any], Any]) -> bool:
+    """True for a ``run`` built by these factories (it waits for its output)."""
+    return bool(getattr(run, READY_MARK, False))
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """What a `compiled_backend` prepares: the executable and its (device) arguments.
+
+    Attributes:
+        executable: ``jax.jit(f).lower(*args).compile()``.
+        args: the positional arguments ``run`` passes to it.
+        state: anything else ``to_reference`` or a test may need (not passed to it).
+    """
+
+    executable: Any
+    args: tuple[Any, ...]
+    state: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _call_compiled(prepared: Compiled) -> Any:
+    return prepared.executable(*prepared.args)
+
+
+def compiled_backend(
+    name: str,
+    strategy: Strategy,
+    compile: Callable[[Any, Size], Compiled],
+    *,
+    description: str = "",
+    to_reference: Callable[[Any], Any] = _identity,
+    sizes: frozenset[str] | None = None,
+    skip_reason: str = "",
+) -> Backend:
+    """A backend that runs one AOT-compiled JAX executable per call.
+
+    Args:
+        name: CLI name.
+        strategy: the loop organisation the executable represents.
+        compile: ``compile(inputs, size) -> Compiled``: untimed placement + compilation.
+        description: one line for listings and reports.
+        to_reference: untimed conversion of the output back to the reference layout.
+        sizes: size names the backend runs at (``None``: all).
+        skip_reason: shown for the other sizes.
+    """
+    return Backend(
+        name=name,
+        strategy=strategy,
+        engine="jax",
+        prepare=compile,
+        run=returns_ready(_call_compiled),
+        description=description,
+        to_reference=to_reference,
+        sizes=sizes,
+        skip_reason=skip_reason,
+        executables=lambda prepared: {name: (prepared.executable, 1)},
+    )
 
 
 def jax_backend(
@@ -34,41 +119,69 @@ def jax_backend(
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
 ) -> Backend:
-    """A backend that runs ``fn(inputs)`` as one AOT-compiled JAX executable.
+    """A `compiled_backend` of ``fn(inputs)``: inputs placed on the default device,
+    ``jax.jit(fn).lower(args).compile()`` in the untimed prepare.
 
     Args:
-        name: CLI name.
-        strategy: the loop organisation ``fn`` represents.
         fn: a pure function of the (laid-out) input pytree.
-        description: one line for listings and reports.
         layout: untimed host-side change of layout before device placement (e.g. to
             time-major); it models data that already lives in that layout.
-        to_reference: untimed conversion of the output back to the reference layout.
-        sizes: size names the backend runs at (``None``: all).
-        skip_reason: shown for the other sizes.
+        (the others as in `compiled_backend`.)
     """
-    import jax
 
-    def prepare(inputs: Any, size: Size) -> tuple[Any, Any]:
+    def compile(inputs: Any, size: Size) -> Compiled:
+        import jax
+
         args = jax.device_put(layout(inputs))
-        compiled = jax.jit(fn).lower(args).compile()
-        return compiled, args
+        return Compiled(jax.jit(fn).lower(args).compile(), (args,))
 
-    def run(prepared: tuple[Any, Any]) -> Any:
-        compiled, args = prepared
-        return compiled(args)
-
-    return Backend(
-        name=name,
-        strategy=strategy,
-        engine="jax",
-        prepare=prepare,
-        run=run,
+    return compiled_backend(
+        name,
+        strategy,
+        compile,
         description=description,
         to_reference=to_reference,
         sizes=sizes,
         skip_reason=skip_reason,
-        executables=lambda prepared: {name: (prepared[0], 1)},
+    )
+
+
+def loop_backend(
+    name: str,
+    strategy: Strategy,
+    prepare: Callable[[Any, Size], Any],
+    run: Callable[[Any], Any],
+    *,
+    engine: str = "jax",
+    description: str = "",
+    to_reference: Callable[[Any], Any] = _identity,
+    executables: Callable[[Any], Mapping[str, tuple[Any, int]]] | None = None,
+    estimate: Callable[[Any, Size], Mapping[str, float]] | None = None,
+    sizes: frozenset[str] | None = None,
+    skip_reason: str = "",
+) -> Backend:
+    """A host-driven loop: ``run(prepared)`` calls jitted functions (or another library)
+    from Python; it is wrapped to return only when its whole output is ready.
+
+    Args:
+        executables: ``executables(prepared) -> {name: (compiled, calls_per_run)}`` for
+            the static HLO estimate.
+        estimate: ``estimate(inputs, size) -> {"estimated_s": ...}`` for the sizes it
+            does not run at (see `harness.api.Backend`).
+        (the others as in `compiled_backend`.)
+    """
+    return Backend(
+        name=name,
+        strategy=strategy,
+        engine=engine,
+        prepare=prepare,
+        run=returns_ready(run),
+        description=description,
+        to_reference=to_reference,
+        sizes=sizes,
+        skip_reason=skip_reason,
+        executables=executables,
+        estimate=estimate,
     )
 
 
@@ -91,7 +204,7 @@ def host_backend(
         warm_inputs: if given, ``fn(warm_inputs(laid_out_inputs))`` is called once in
             ``prepare``: tiny inputs of the same types, so a Numba function is compiled
             for them without running the full workload.
-        (the others as in ``jax_backend``.)
+        (the others as in `jax_backend`.)
     """
 
     def prepare(inputs: Any, size: Size) -> Any:
@@ -105,7 +218,7 @@ def host_backend(
         strategy=strategy,
         engine=engine,
         prepare=prepare,
-        run=fn,
+        run=returns_ready(fn),
         description=description,
         to_reference=to_reference,
         sizes=sizes,

@@ -12,12 +12,11 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from harness.api import Record
 from harness.counting import GATED_COUNTS, per_call_breakdowns, per_call_counts
 from harness.gate_rules import BREAKDOWNS, CountRule, Invariant
-from harness.timing import median_interval
+from harness.statistics import median_interval, ratio_interval
 
 OUTCOMES = ("pass", "fail", "inconclusive")
 BREAKDOWN_OF = dict(zip(("dispatches", "kernels", "launch_equivalent"), BREAKDOWNS, strict=True))
@@ -25,13 +24,28 @@ TOLERANCE = 1e-9  # counts are exact; this only absorbs float scaling (MPPI: x g
 
 
 @dataclasses.dataclass(frozen=True)
+class PairedDecision:
+    """A baseline comparison of one cell from interleaved blocks."""
+
+    ratio: float  # median over blocks of candidate block median / baseline block median
+    low: float  # one-sided lower bound of that median ratio at the confidence level
+    difference_s: float  # median candidate time - median baseline time
+    suspect: bool  # low > 1 + delta and difference above the floor
+    detectable: float = float("nan")  # smallest slowdown factor this measurement would flag
+
+
+@dataclasses.dataclass(frozen=True)
 class Verdict:
-    """The decision on one rule: which rule, outcome, and the numbers behind it."""
+    """The decision on one rule: which rule, outcome, and the numbers behind it.
+
+    ``measurements`` (baseline rules): the interleaved measurement, then the confirming
+    re-run when the first was suspect."""
 
     kind: str  # count | invariant | baseline
     rule: str
     outcome: str
     detail: str
+    measurements: tuple[PairedDecision, ...] = ()
 
 
 def find_record(
@@ -116,31 +130,6 @@ def _tidy(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def ratio_interval(
-    numerator: Sequence[float], denominator: Sequence[float], confidence: float, seed: int
-) -> tuple[float, float, float]:
-    """median(numerator) / median(denominator) and its bootstrap interval (two samples
-    resampled independently; percentile method, seeded)."""
-    top, bottom = np.asarray(numerator, float), np.asarray(denominator, float)
-    point = float(np.median(top) / np.median(bottom))
-    if len(top) < 2 or len(bottom) < 2:
-        return point, float("nan"), float("nan")
-
-    def statistic(a, b, axis):
-        return np.median(a, axis=axis) / np.median(b, axis=axis)
-
-    result = scipy_stats.bootstrap(
-        (top, bottom),
-        statistic,
-        confidence_level=confidence,
-        n_resamples=2000,
-        method="percentile",
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-    )
-    return point, float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
 def decide_invariant(
     invariant: Invariant, slow: Sequence[float], fast: Sequence[float], confidence: float, seed: int
 ) -> Verdict:
@@ -189,19 +178,22 @@ def check_invariants(
         if missing:
             verdicts.append(Verdict("invariant", invariant.label, "fail", "; ".join(missing)))
             continue
+        disturbed = [
+            f"{record.backend}: {'; '.join(record.interference.get('reasons', ()))}"
+            for record in pair
+            if record.disturbed
+        ]
+        if disturbed:
+            detail = (
+                "not decided: the machine was busy while a cell ran ("
+                + "; ".join(disturbed)
+                + "); measure again on a quiet machine"
+            )
+            verdicts.append(Verdict("invariant", invariant.label, "inconclusive", detail))
+            continue
         slow, fast = (record.samples_s for record in pair)
         verdicts.append(decide_invariant(invariant, slow, fast, confidence, seed))
     return verdicts
-
-
-@dataclasses.dataclass(frozen=True)
-class PairedDecision:
-    """A baseline comparison of one cell from interleaved blocks."""
-
-    ratio: float  # median over blocks of candidate block median / baseline block median
-    low: float  # one-sided lower bound of that median ratio at the confidence level
-    difference_s: float  # median candidate time - median baseline time
-    suspect: bool  # low > 1 + delta and difference above the floor
 
 
 def paired_decision(
@@ -214,16 +206,25 @@ def paired_decision(
 ) -> PairedDecision:
     """Per block, the ratio of the candidate's to the baseline's median; the lower
     ``confidence`` bound of the median of these ratios (bootstrap over blocks, one-sided)
-    must exceed 1 + delta, and the slowdown the floor, for the cell to be suspect."""
+    must exceed 1 + delta, and the slowdown the floor, for the cell to be suspect.
+
+    ``detectable`` is the smallest slowdown this measurement would have flagged: slowing
+    every candidate call by a factor s scales the ratios and their lower bound by s, so
+    relative to what was measured s must exceed (1 + delta) x ratio / low (and the added
+    time must exceed the floor: s > 1 + floor / baseline median)."""
     base = np.asarray([np.median(block) for block in baseline_blocks])
     cand = np.asarray([np.median(block) for block in candidate_blocks])
     ratios = cand / base
     ratio = float(np.median(ratios))
     low = median_interval(ratios, confidence, seed, "greater")[0] if len(ratios) >= 2 else ratio
-    difference = float(
-        np.median(np.concatenate(candidate_blocks)) - np.median(np.concatenate(baseline_blocks))
+    base_median = float(np.median(np.concatenate(baseline_blocks)))
+    difference = float(np.median(np.concatenate(candidate_blocks))) - base_median
+    detectable = max(
+        (1 + delta) * ratio / low if low > 0 else float("inf"),
+        1 + floor_s / base_median if base_median > 0 else float("inf"),
     )
-    return PairedDecision(ratio, low, difference, low > 1 + delta and difference > floor_s)
+    suspect = low > 1 + delta and difference > floor_s
+    return PairedDecision(ratio, low, difference, suspect, detectable)
 
 
 def markdown(verdicts: Sequence[Verdict], title: str = "scanbench gate") -> str:

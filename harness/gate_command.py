@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import tomli_w
 
 from harness.api import InputError, Record
@@ -123,14 +124,19 @@ class Calibration:
             f"({rate:.0%}); each repetition = every [[baseline]] rule, interleaved, with "
             "fresh workers and its own seed.",
             "",
-            "| rule | repetitions failing | first measurement suspect (before confirmation) |",
-            "| --- | --- | --- |",
+            "| rule | repetitions failing | first measurement suspect (before confirmation) "
+            "| smallest detectable slowdown (median over repetitions) |",
+            "| --- | --- | --- | --- |",
         ]
         for rule in dict.fromkeys(v.rule for verdicts in self.verdicts for v in verdicts):
             mine = [v for verdicts in self.verdicts for v in verdicts if v.rule == rule]
             failing = sum(v.outcome == "fail" for v in mine)
-            suspect = sum("confirming re-run" in v.detail for v in mine)
-            lines.append(f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} |")
+            suspect = sum(len(v.measurements) > 1 for v in mine)
+            detectable = [v.measurements[0].detectable for v in mine if v.measurements]
+            smallest = f"{float(np.median(detectable)):.3f}x" if detectable else "-"
+            lines.append(
+                f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} | {smallest} |"
+            )
         lines += [
             "",
             "| repetition | rule | outcome | numbers |",

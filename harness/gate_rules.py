@@ -8,10 +8,12 @@
     count_exclude = ["mppi_tuning/sequential-eager"]
     confidence = 0.99            # bootstrap confidence of every time decision
     blocks = 20                  # --against: interleaved blocks per cell ...
-    samples_per_block = 5        # ... of this many calls per side
+    samples_per_block = 5        # ... of at least this many calls per side
+    block_time_s = 0.1           # ... and enough calls to fill this many seconds
     delta = 0.10                 # --against: allowed slowdown (10%) unless a rule says
     floor_s = 10e-6              # --against: differences below 10 us never fail
     seed = 0
+    pin_workers = true           # --against/--aa: both sides' workers on the same one CPU
 
     [[invariant]]                # within one run: `slower` takes >= factor x `faster`
                                  # (or, with `within = N` instead: at most N x)
@@ -49,9 +51,11 @@ SETTINGS = {
     "confidence": 0.99,
     "blocks": 20,
     "samples_per_block": 5,
+    "block_time_s": 0.1,
     "delta": 0.10,
     "floor_s": 10e-6,
     "seed": 0,
+    "pin_workers": True,
 }
 BREAKDOWNS = ("dispatches_by_function", "kernels_by_op", "launch_by_executable")
 
@@ -176,10 +180,16 @@ def load_gates(path: str | Path) -> Gates:
     data = _read_toml(path)
     _table(data, str(path), {}, {"settings": dict, "invariant": list, "baseline": list})
     types = {key: type(value) for key, value in SETTINGS.items()}
-    types["confidence"] = types["delta"] = types["floor_s"] = float
+    types["confidence"] = types["delta"] = types["floor_s"] = types["block_time_s"] = float
     settings = {**SETTINGS, **_table(data.get("settings", {}), f"{path} [settings]", {}, types)}
-    for key in ("blocks", "samples_per_block"):
+    for key in ("blocks", "samples_per_block", "delta"):
         _positive(settings[key], f"{path} [settings] {key}")
+    if settings["block_time_s"] < 0:
+        raise InputError(
+            f"{path} [settings] block_time_s must be >= 0, got {settings['block_time_s']}"
+        )
+    if settings["floor_s"] < 0:
+        raise InputError(f"{path} [settings] floor_s must be >= 0, got {settings['floor_s']}")
     if not 0.5 < settings["confidence"] < 1:
         raise InputError(
             f"{path} [settings] confidence must be in (0.5, 1), got {settings['confidence']}"
@@ -212,6 +222,8 @@ def load_gates(path: str | Path) -> Gates:
         )
         delta = _positive(raw.pop("delta", settings["delta"]), f"{where} delta")
         floor = float(raw.pop("floor_s", settings["floor_s"]))
+        if floor < 0:
+            raise InputError(f"{where} floor_s must be >= 0, got {floor}")
         baselines.append(BaselineRule(**raw, delta=delta, floor_s=floor))
     gates = Gates(path, settings, (), tuple(invariants), tuple(baselines))
     return dataclasses.replace(gates, counts=load_count_rules(gates.counts_path))

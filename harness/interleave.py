@@ -60,10 +60,27 @@ class Side:
     slowdown: float = 1.0
 
 
+def worker_cpus(pin: bool) -> list[int] | None:
+    """The CPU both sides' workers are pinned to (the last one this process may use), or
+    None. One CPU for both: XLA:CPU's intra-op threads otherwise make a call's time
+    bimodal (both cores or one, seen 28 ms vs 46 ms for the same call), and two CPUs of a
+    shared VM drift apart in speed."""
+    if not pin or not hasattr(os, "sched_getaffinity"):
+        return None
+    return [max(os.sched_getaffinity(0))]
+
+
 class ServedCell:
     """A `harness/serve.py` worker for one cell of one side (a context manager)."""
 
-    def __init__(self, rule: BaselineRule, side: Side, timeout_s: float, scenario_file=None):
+    def __init__(
+        self,
+        rule: BaselineRule,
+        side: Side,
+        timeout_s: float,
+        scenario_file=None,
+        cpus: list[int] | None = None,
+    ):
         spec = {
             "scenario": rule.scenario,
             "backend": rule.backend,
@@ -71,6 +88,7 @@ class ServedCell:
             "dtype": rule.dtype,  # None: the scenario's default
             "scenario_file": scenario_file,
             "slowdown": side.slowdown,
+            "cpus": cpus,
         }
         env = dict(os.environ, PYTHONPATH=str(side.root), PYTHONUNBUFFERED="1")
         self.label, self.root, self.timeout_s = rule.label, side.root, timeout_s
@@ -86,6 +104,7 @@ class ServedCell:
             env=env,
         )
         ready = self._reply()
+        self.call_s = float(ready.get("call_s", 0.0))  # one warm call, timed
         imported = Path(ready["harness"]).resolve()
         if side.root.resolve() not in imported.parents:
             self.close()
@@ -131,6 +150,13 @@ class ServedCell:
         self.close()
 
 
+def samples_per_block(settings: Mapping, call_s: float) -> int:
+    """Calls per side and block: at least ``samples_per_block``, and enough to fill
+    ``block_time_s`` (a block median of 5 calls of 0.3 ms is too noisy to see 10%)."""
+    wanted = settings.get("block_time_s", 0.0) / call_s if call_s > 0 else 0.0
+    return max(int(settings["samples_per_block"]), min(int(np.ceil(wanted)), 10_000))
+
+
 def measure_pair(
     rule: BaselineRule,
     sides: Mapping[str, Side],
@@ -140,15 +166,16 @@ def measure_pair(
     scenario_file: str | None = None,
 ) -> PairedDecision:
     """Fresh workers for both sides, interleaved blocks, one paired decision."""
+    cpus = worker_cpus(settings.get("pin_workers", True))
     with contextlib.ExitStack() as stack:
         workers = {
-            side: stack.enter_context(ServedCell(rule, sides[side], timeout_s, scenario_file))
+            side: stack.enter_context(ServedCell(rule, sides[side], timeout_s, scenario_file, cpus))
             for side in SIDES
         }
         blocks = interleaved_blocks(
             {side: worker.samples for side, worker in workers.items()},
             settings["blocks"],
-            settings["samples_per_block"],
+            samples_per_block(settings, workers["baseline"].call_s),
             seed,
         )
     return paired_decision(
@@ -165,7 +192,8 @@ def _describe(decision: PairedDecision, rule: BaselineRule, confidence: float) -
     return (
         f"candidate/baseline {decision.ratio:.3f}x, {confidence:.0%} lower bound "
         f"{decision.low:.3f} vs {1 + rule.delta:.2f}; difference "
-        f"{decision.difference_s * 1e6:+.1f} us (floor {rule.floor_s * 1e6:g} us)"
+        f"{decision.difference_s * 1e6:+.1f} us (floor {rule.floor_s * 1e6:g} us); "
+        f"detects slowdowns from {decision.detectable:.3f}x"
     )
 
 
@@ -184,15 +212,17 @@ def compare(
     for index, rule in enumerate(rules):
         seed = settings["seed"] + 1000 * seed_offset + 2 * index
         first = measure_pair(rule, sides, settings, seed, timeout_s, scenario_file)
+        measurements = (first,)
         detail = _describe(first, rule, confidence)
         outcome = "pass"
         if first.suspect:
             again = measure_pair(rule, sides, settings, seed + 1, timeout_s, scenario_file)
+            measurements += (again,)
             detail += f"; confirming re-run: {_describe(again, rule, confidence)}"
             outcome = "fail" if again.suspect else "pass"
             if not again.suspect:
                 detail += " (not confirmed)"
-        verdicts.append(Verdict("baseline", rule.label, outcome, detail))
+        verdicts.append(Verdict("baseline", rule.label, outcome, detail, measurements))
     return verdicts
 
 

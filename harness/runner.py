@@ -15,11 +15,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from harness.api import HarnessError, Record
 from harness.decomposition import decompose
+from harness.interference import (
+    LoadSamples,
+    assess,
+    calibration_probe,
+    cpu_times,
+    load_average,
+    sample_load,
+)
 from harness.registry import Cell, get_scenario
 from harness.sharding import environ_for
 from harness.timing import TimingConfig
@@ -33,24 +42,33 @@ def _worker_command(*args: str) -> list[str]:
 
 
 def _run_worker(
-    args: list[str], out: Path, timeout_s: float, environ: dict[str, str] | None = None
+    args: list[str],
+    out: Path,
+    timeout_s: float,
+    environ: dict[str, str] | None = None,
+    load: LoadSamples | None = None,
 ) -> tuple[Any, str | None]:
-    """Run a worker; return (parsed output or None, error message or None)."""
+    """Run a worker; return (parsed output or None, error message or None). With
+    ``load``, the machine's runnable tasks are sampled into it while the worker runs."""
     env = dict(environ if environ is not None else os.environ, PYTHONUNBUFFERED="1")
-    try:
-        result = subprocess.run(
-            _worker_command(*args),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return None, f"timeout: the worker did not finish within {timeout_s:g} s"
-    if result.returncode != 0 or not out.exists():
-        tail = (result.stderr or "").strip()[-STDERR_TAIL:]
-        return None, f"worker exited with code {result.returncode}: {tail}"
+    process = subprocess.Popen(
+        _worker_command(*args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    with sample_load(process.pid, load) if load is not None else nullcontext():
+        try:
+            _, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            return None, f"timeout: the worker did not finish within {timeout_s:g} s"
+    if process.returncode != 0 or not out.exists():
+        tail = (stderr or "").strip()[-STDERR_TAIL:]
+        return None, f"worker exited with code {process.returncode}: {tail}"
     return json.loads(out.read_text(encoding="utf-8")), None
 
 
@@ -86,13 +104,26 @@ def run_cell_in_worker(
     """One cell in a fresh process; never raises for a failure of the cell itself."""
     started = time.perf_counter()
     environ = environ_for(cell.devices, os.environ if environ is None else environ)
+    load = LoadSamples()
+    steal_before, load_before = cpu_times(), load_average()
+    probe_before = calibration_probe()
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
         spec.write_text(json.dumps(cell_spec(cell, timing, probes, counts_only)), encoding="utf-8")
-        data, error = _run_worker(["cell", str(spec), str(out)], out, timeout_s, environ)
+        data, error = _run_worker(["cell", str(spec), str(out)], out, timeout_s, environ, load)
+    interference = assess(
+        probe_before,
+        calibration_probe(),
+        load,
+        (steal_before, cpu_times()),
+        (load_before, load_average()),
+        os.cpu_count() or 1,
+    ).to_json()
     if error is not None:
-        return _failed_record(cell, error, time.perf_counter() - started)
-    return Record.from_json(data)
+        record = _failed_record(cell, error, time.perf_counter() - started)
+    else:
+        record = Record.from_json(data)
+    return dataclasses.replace(record, interference=interference)
 
 
 def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, Any]:
@@ -117,8 +148,10 @@ def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
 
 
 def _describe(record: Record) -> str:
+    disturbed = " (disturbed: " + "; ".join(record.interference.get("reasons", ())) + ")"
     if record.status == "ok" and "median" in record.stats:
-        return f"ok, median {record.stats['median'] * 1e3:.3f} ms"
+        median = f"ok, median {record.stats['median'] * 1e3:.3f} ms"
+        return median + (disturbed if record.disturbed else "")
     if record.status == "ok":
         return "ok (checked and counted, not timed)"
     return f"{record.status}: {(record.error or '').splitlines()[0][:160]}"

@@ -9,22 +9,51 @@ the same loop and only the measured code differs::
 It imports ``harness.registry`` and the scenarios from ROOT (only the public Scenario /
 Backend API, so older revisions work), prepares the cell, checks its first output against
 the scenario's reference, warms up, then answers JSON lines on stdin:
-``{"samples": k}`` -> ``{"samples": [s, ...]}`` (k timed calls; each waits for its result).
+``{"samples": k}`` -> ``{"samples": [s, ...]}`` (k timed calls). The calls are timed by
+the *candidate's* timing loop (``timing.py`` beside this file, loaded by path, whatever
+ROOT holds): each waits for the whole output, as in the cell worker.
+``cpus`` in the spec pins the worker to those CPUs before anything is imported.
 ``slowdown`` in the spec (test-only) stretches every call by that factor by spinning on the
-CPU after it, to measure the gate's detection rate.
+CPU after its result is ready, to measure the gate's detection rate.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent  # the candidate's harness
 
 
-def _spin_until(deadline: float) -> None:
-    while time.perf_counter() < deadline:
-        pass
+def _candidate(name: str):
+    """The candidate's ``harness/<name>.py`` loaded by path (ROOT may hold an older copy
+    or none): the timing loop and the strict checks are the candidate's on both sides."""
+    spec = importlib.util.spec_from_file_location(f"_scanbench_candidate_{name}", HERE / name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def stretched(run, factor: float, block):
+    """``run`` made ``factor`` x slower: after its result is ready, spin on the CPU for
+    (factor - 1) x the time it took (test-only: the gate's detection rate)."""
+    if factor == 1.0:
+        return run
+
+    def slow_run(prepared):
+        start = time.perf_counter()
+        output = block(run(prepared))
+        deadline = start + (time.perf_counter() - start) * factor
+        while time.perf_counter() < deadline:
+            pass
+        return output
+
+    return slow_run
 
 
 def serve(spec: dict, channel) -> None:
@@ -39,33 +68,29 @@ def serve(spec: dict, channel) -> None:
 
         jax.config.update("jax_enable_x64", True)
     inputs = scenario.make_inputs(size, spec.get("seed", 0), dtype)
+    timing, checks = _candidate("timing.py"), _candidate("checks.py")
+    expected = scenario.reference(inputs)
     prepared = backend.prepare(inputs, size)
-    output = backend.run(prepared)
+    output = timing.call_and_wait(backend.run, prepared)
     to_reference = getattr(backend, "to_reference", lambda value: value)
-    scenario.check(to_reference(output), scenario.reference(inputs), dtype)
-    backend.run(prepared)  # warm-up
+    checks.checked_error(scenario.check, to_reference(output), expected, dtype)
+    run = stretched(backend.run, float(spec.get("slowdown", 1.0)), timing.block_until_ready)
+    (warm_s,) = timing.sample(run, prepared, 1)  # warm-up, timed: sizes the blocks
     import harness
 
-    channel.write(json.dumps({"ready": True, "harness": harness.__file__}) + "\n")
+    reply = {"ready": True, "harness": harness.__file__, "call_s": warm_s}
+    channel.write(json.dumps(reply) + "\n")
     channel.flush()
-    slowdown = float(spec.get("slowdown", 1.0))
     for line in sys.stdin:
-        count = int(json.loads(line)["samples"])
-        samples = []
-        for _ in range(count):
-            start = time.perf_counter()
-            backend.run(prepared)
-            elapsed = time.perf_counter() - start
-            if slowdown != 1.0:
-                _spin_until(start + elapsed * slowdown)
-                elapsed = time.perf_counter() - start
-            samples.append(elapsed)
+        samples = timing.sample(run, prepared, int(json.loads(line)["samples"]))
         channel.write(json.dumps({"samples": samples}) + "\n")
         channel.flush()
 
 
 def main(argv: list[str]) -> int:
     root, spec = argv[0], json.loads(argv[1])
+    if spec.get("cpus"):  # before JAX starts its thread pools: they size to what they see
+        os.sched_setaffinity(0, spec["cpus"])
     sys.path[0] = root  # not this file's folder: import the measured code from ROOT
     channel = os.fdopen(os.dup(1), "w")  # the protocol keeps the real stdout ...
     os.dup2(2, 1)  # ... and whatever the measured code prints goes to stderr

@@ -1,18 +1,24 @@
-"""Steady-state timing: warm-up, calibrated repeats, every sample kept, robust statistics.
+"""THE timing loop: every path that times a backend calls into this module.
+
+The cell worker (`repeat`), the gate's baseline worker (`harness/serve.py`: `sample`),
+the pytest-benchmark tests (`call_and_wait` is the callable they time) and the profile
+command all time a call as *call, then wait for the whole output pytree*
+(``jax.block_until_ready``), so a backend that returns futures is still timed to the
+moment its result is ready. Backends built by `harness.factories` also wait inside
+``run``; this loop does not rely on it.
 
 The clock and the "wait for the result" function are parameters so that the logic is
-tested with a fake clock (as pyperf does) instead of wall-clock asserts.
+tested with a fake clock (as pyperf does) instead of wall-clock asserts. This module
+imports nothing of scanbench but `harness.api`, so `harness/serve.py` can load the
+candidate's copy by path inside a baseline checkout.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
-
-import numpy as np
-from scipy import stats as scipy_stats
 
 from harness.api import InputError
 
@@ -20,10 +26,19 @@ Clock = Callable[[], float]
 
 
 def block_until_ready(output: Any) -> Any:
-    """Wait until every JAX array in ``output`` is computed (NumPy leaves pass through)."""
+    """Wait until every leaf of ``output`` is computed: JAX arrays, and any leaf with a
+    ``block_until_ready()`` method; NumPy and Python leaves pass through."""
     import jax
 
     return jax.block_until_ready(output)
+
+
+def call_and_wait(
+    run: Callable[[Any], Any], prepared: Any, block: Callable[[Any], Any] = block_until_ready
+) -> Any:
+    """``run(prepared)``, returned only once its whole output is ready. This is the unit
+    every timing path measures (pytest-benchmark times exactly this callable)."""
+    return block(run(prepared))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +82,7 @@ def time_call(
 ) -> tuple[Any, float]:
     """Call ``run(prepared)`` once, wait for the result, return (output, seconds)."""
     start = clock()
-    output = block(run(prepared))
+    output = call_and_wait(run, prepared, block)
     return output, clock() - start
 
 
@@ -87,7 +102,7 @@ def repeat(
     """
     output = None
     for _ in range(config.warmup):
-        output = block(run(prepared))
+        output = call_and_wait(run, prepared, block)
     samples: list[float] = []
     total = 0.0
     while len(samples) < config.max_count and (
@@ -99,55 +114,13 @@ def repeat(
     return tuple(samples), output
 
 
-def median_interval(
-    values: Sequence[float], confidence: float, seed: int, alternative: str = "two-sided"
-) -> tuple[float, float]:
-    """Bootstrap interval of the median (``scipy.stats.bootstrap``, percentile method,
-    seeded); ``alternative="greater"`` gives a one-sided lower bound (high = inf). Needs
-    at least 2 values; identical values give a zero-width interval."""
-    values = np.asarray(values, dtype=np.float64)
-    if np.ptp(values) == 0:
-        median = float(values[0])
-        return median, median
-    result = scipy_stats.bootstrap(
-        (values,),
-        np.median,
-        confidence_level=confidence,
-        n_resamples=2000,
-        method="percentile",
-        alternative=alternative,
-        rng=np.random.default_rng(seed),
-    )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def summarize(
-    samples: Sequence[float], confidence: float = 0.95, seed: int = 0
-) -> dict[str, float | int | None]:
-    """Median, IQR, min, mean, stddev and a bootstrap CI of the median.
-
-    The interval uses ``scipy.stats.bootstrap`` (percentile method, seeded); it is
-    ``None`` with fewer than 2 samples.
-    """
-    if len(samples) == 0:
-        raise InputError("cannot summarize an empty list of samples")
-    values = np.asarray(samples, dtype=np.float64)
-    q25, median, q75 = np.percentile(values, [25, 50, 75])
-    ci_low = ci_high = None
-    if len(values) >= 2:
-        ci_low, ci_high = median_interval(values, confidence, seed)
-    return {
-        "count": len(values),
-        "median": float(median),
-        "q25": float(q25),
-        "q75": float(q75),
-        "iqr": float(q75 - q25),
-        "min": float(values.min()),
-        "max": float(values.max()),
-        "mean": float(values.mean()),
-        "stddev": float(values.std(ddof=1)) if len(values) >= 2 else 0.0,
-        "ci_low": ci_low,
-        "ci_high": ci_high,
-        "confidence": confidence,
-        "total": float(values.sum()),
-    }
+def sample(
+    run: Callable[[Any], Any],
+    prepared: Any,
+    count: int,
+    clock: Clock = time.perf_counter,
+    block: Callable[[Any], Any] = block_until_ready,
+) -> list[float]:
+    """``count`` timed calls, each waiting for its result (a block of the gate's
+    interleaved comparison)."""
+    return [time_call(run, prepared, clock, block)[1] for _ in range(count)]

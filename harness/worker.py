@@ -5,9 +5,10 @@ Usage (by the runner, not by hand)::
     python -m harness.worker cell SPEC.json OUT.json
     python -m harness.worker environment OUT.json
 
-A cell is checked against the scenario's reference before it is timed: a backend whose
-output disagrees is stored as a failed record and never timed. Its last timed output is
-checked again, so a backend that goes wrong on repetition fails too.
+A cell is checked against the scenario's reference before it is timed (`harness.checks`:
+no NaN/inf where the reference has none, a finite max error, inputs left unchanged): a
+backend that fails is stored as a failed record and never timed. Its last timed output is
+checked again, so a backend that goes wrong on repetition fails too, saying so.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import Record
+from harness.checks import InputSnapshot, check_again, checked_error
 from harness.counting import counts_per_call
 from harness.registry import Cell, get_scenario
 from harness.sharding import cell_device_info, initialize_distributed
+from harness.statistics import summarize
 from harness.store import write_json_atomic
-from harness.timing import TimingConfig, repeat, summarize, time_call
+from harness.timing import TimingConfig, repeat, time_call
 
 
 def configure_jax(dtype: str) -> bool:
@@ -90,16 +93,24 @@ def run_cell(
         base["device"] = {**device_info(), **cell_device_info()}
         inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
         expected = scenario.reference(inputs)
+        snapshot = InputSnapshot.of(inputs)
         start = time.perf_counter()
         prepared = backend.prepare(inputs, size)
         prepare_s = time.perf_counter() - start
         output, first_call_s = time_call(backend.run, prepared)
-        max_error = scenario.check(backend.to_reference(output), expected, cell.dtype)
+        snapshot.verify(inputs, "during prepare or the first call")
+        max_error = checked_error(
+            scenario.check, backend.to_reference(output), expected, cell.dtype
+        )
         described = scenario.describe_output(output) if scenario.describe_output else None
         samples: tuple[float, ...] = ()
         if not counts_only:
             samples, last = repeat(backend.run, prepared, timing)
-            last_error = scenario.check(backend.to_reference(last), expected, cell.dtype)
+            calls = 1 + timing.warmup + len(samples)
+            snapshot.verify(inputs, f"during the first {calls} calls")
+            last_error = check_again(
+                scenario.check, backend.to_reference(last), expected, cell.dtype, calls
+            )
             max_error = max(max_error, last_error)
         counts: dict[str, Any] = {}
         if probes or counts_only:
@@ -137,9 +148,10 @@ def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
     size = scenario.size(cell.size)
     configure_jax(cell.dtype)
     inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+    expected = scenario.reference(inputs)
     prepared = backend.prepare(inputs, size)
     output, _ = time_call(backend.run, prepared)
-    scenario.check(backend.to_reference(output), scenario.reference(inputs), cell.dtype)
+    checked_error(scenario.check, backend.to_reference(output), expected, cell.dtype)
     from harness.counting import count_cell
 
     return count_cell(backend, prepared, device_info()["platform"], log_dir=log_dir)

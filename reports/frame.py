@@ -6,6 +6,9 @@ Derived columns (all from stored values; nothing is re-measured):
     throughput                      work[throughput unit] / median (e.g. systems/s)
     gbps                            work["bytes"] / median / 1e9, when the work has bytes
     x_fastest                       median / fastest median of the same run and table
+    fastest, tie                    the fastest cell of its table, and the cells whose 95%
+                                    bootstrap interval of median / fastest median holds 1
+    disturbed, disturbed_why        the machine was busy while the cell ran (the reasons)
     speedup                         baseline median / median (same run and table); the
                                     baseline is the scenario's `sequential` backend
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
@@ -14,7 +17,9 @@ Derived columns (all from stored values; nothing is re-measured):
     launch_equivalent               static: body kernels x trip count (GPU launches)
     h2d, h2d_bytes, h2d_unknown     host-to-device transfers per call (transfer guard)
     d2h, d2h_bytes, d2h_note        device-to-host per call ("zero-copy on CPU" on CPU)
-    dispatch_pct, launch_pct, transfer_pct, compute_pct   the time decomposition
+    dispatch_pct, launch_pct, transfer_pct, compile_pct, remainder_pct   the time
+                                    decomposition (compile: measured recompilation in the
+                                    call; remainder: the rest, not measured)
 """
 
 from __future__ import annotations
@@ -25,9 +30,12 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.counting import per_call_counts
+from harness.decomposition import PARTS
+from harness.statistics import ratio_interval
 from harness.store import Run
 
 GROUP = ["scenario", "size", "dtype", "device"]
+TIE_CONFIDENCE = 0.95
 SAME_RUN = ["run", *GROUP]  # ratios only ever compare backends measured in one run
 
 
@@ -53,8 +61,12 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
             f"{key}: {value}" for key, value in counts.items() if key.endswith("_error")
         ),
     }
-    for part in ("dispatch", "launch", "transfer", "compute"):
+    if "compute_fraction" in decomposition:  # stored before the remainder was named so
+        decomposition = {**decomposition, "remainder_fraction": decomposition["compute_fraction"]}
+    for part in PARTS:
         fraction = decomposition.get(f"{part}_fraction")
+        if fraction is None and part == "compile" and "remainder_fraction" in decomposition:
+            fraction = 0.0 if decomposition.get("compile_measured") else None
         row[f"{part}_pct"] = None if fraction is None else 100.0 * fraction
     row["overlap"] = bool(decomposition.get("overlap"))
     return row
@@ -107,6 +119,9 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "compile_s": record.prepare_s,
                     "first_call_s": record.first_call_s,
                     "max_error": record.max_error,
+                    "samples_s": tuple(record.samples_s),
+                    "disturbed": record.disturbed,
+                    "disturbed_why": "; ".join(record.interference.get("reasons", ())),
                     "unit": unit,
                     "work_amount": work.get(unit),
                     "throughput": work.get(unit) / median if unit in work and median else None,
@@ -125,4 +140,25 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     baseline = ok_median.where(frame["backend"] == frame["baseline"])
     frame["speedup"] = baseline.groupby(same_run, sort=False).transform("max") / median
     frame["x_bandwidth"] = median / pd.to_numeric(frame["bound_s"], errors="coerce")
+    frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median)
     return frame
+
+
+def _fastest_and_ties(frame: pd.DataFrame, ok_median: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Per table of one run: the fastest cell, and the cells tied with it (the
+    `TIE_CONFIDENCE` bootstrap interval of median(cell) / median(fastest) includes 1)."""
+    fastest = pd.Series(False, index=frame.index)
+    tie = pd.Series(False, index=frame.index)
+    for _, index in (
+        ok_median.dropna().groupby([frame[key] for key in SAME_RUN], sort=False).groups.items()
+    ):
+        best = ok_median.loc[index].idxmin()
+        fastest[best] = True
+        reference = frame.at[best, "samples_s"]
+        for other in index:
+            samples = frame.at[other, "samples_s"]
+            if other == best or len(samples) < 2 or len(reference) < 2:
+                continue
+            _, low, _ = ratio_interval(samples, reference, TIE_CONFIDENCE, seed=0)
+            tie[other] = bool(low <= 1.0)
+    return fastest, tie

@@ -23,9 +23,10 @@ from reports.frame import records_frame
 from reports.scaling import scaling_tables
 from reports.tables import (
     COLUMN_HELP,
+    at_a_glance,
     counts_table,
+    disturbed_notes,
     environment_lines,
-    format_seconds,
     problems,
     tables,
     timing_table,
@@ -63,24 +64,8 @@ def _figure(plot: plots.Plot | None) -> list[str]:
 
 
 def _at_a_glance(frame: pd.DataFrame) -> list[str]:
-    rows = []
-    for title, group in tables(frame):
-        ok = group[group["status"] == "ok"].dropna(subset=["median_s"])
-        if ok.empty:
-            continue
-        best = ok.loc[ok["median_s"].idxmin()]
-        speedup = "-" if pd.isna(best["speedup"]) else f"{best['speedup']:.2g}x"
-        rows.append(
-            {
-                "table": title,
-                "fastest backend": best["backend"],
-                "strategy": best["strategy"],
-                "median": format_seconds(best["median_s"]),
-                "speedup vs sequential baseline": speedup,
-                "failed / skipped": int((group["status"] != "ok").sum()),
-            }
-        )
-    return ["<h2>At a glance</h2>", _table(pd.DataFrame(rows))] if rows else []
+    glance = at_a_glance(frame)
+    return ["<h2>At a glance</h2>", _table(glance)] if not glance.empty else []
 
 
 def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: bool = False) -> str:
@@ -113,6 +98,11 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
             group_ok = group[group["status"] == "ok"]
             if not group_ok.empty:
                 out.append(_table(timing_table(group_ok)))
+                notes = disturbed_notes(group_ok)
+                if notes:
+                    out.append("<ul>")
+                    out += [f'<li class="problem">{_esc(note)}</li>' for note in notes]
+                    out.append("</ul>")
                 out += _figure(plots.speedup_bars(group_ok, title))
                 if group_ok["dispatches"].notna().any():
                     out.append("<p>Where the time goes (per call):</p>")

@@ -10,7 +10,9 @@ from reports.frame import records_frame
 from reports.scaling import scaling_tables
 from reports.tables import (
     COLUMN_HELP,
+    at_a_glance,
     counts_table,
+    disturbed_notes,
     environment_lines,
     format_seconds,
     problems,
@@ -29,11 +31,18 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
     out = ["# scanbench results", ""]
     if frame.empty:
         out += ["No records.", ""]
+    glance = at_a_glance(frame)
+    if not glance.empty:
+        out += ["## At a glance", ""]
+        out += [glance.to_markdown(index=False, disable_numparse=True), ""]
     for title, group in tables(frame):
         out += [f"## {title}", ""]
         ok = group[group["status"] == "ok"]
         if not ok.empty:
             out += [timing_table(ok).to_markdown(index=False, disable_numparse=True), ""]
+            notes = disturbed_notes(ok)
+            out += [*(f"- **{note.split(':', 1)[0]}**:{note.split(':', 1)[1]}" for note in notes)]
+            out += [""] if notes else []
             if ok["dispatches"].notna().any():
                 out += ["Where the time goes (per call):", ""]
                 out += [counts_table(ok).to_markdown(index=False, disable_numparse=True), ""]

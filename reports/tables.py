@@ -82,21 +82,50 @@ def _backend_column(ok: pd.DataFrame) -> pd.Series:
     return ok["backend"]
 
 
+DISTURBED_MARK = " (disturbed)"
+
+
+def _x_fastest(row) -> str:
+    text = _ratio(row.x_fastest)
+    if row.fastest:
+        return text + " fastest"
+    return text + " tie" if row.tie else text
+
+
+def fastest_names(ok: pd.DataFrame) -> str:
+    """The fastest backend of a table and those tied with it: "a = b (tie)"."""
+    best = ok.loc[ok["fastest"].astype(bool), "backend"].tolist()
+    tied = ok.loc[ok["tie"].astype(bool), "backend"].tolist()
+    return " = ".join(best + tied) + (" (tie)" if tied else "")
+
+
+def disturbed_notes(ok: pd.DataFrame) -> list[str]:
+    """One line per disturbed cell: why its numbers may not hold."""
+    return [
+        f"{row.backend}: measured while the machine was busy ({row.disturbed_why}); "
+        "its numbers may not hold"
+        for row in ok.itertuples()
+        if row.disturbed
+    ]
+
+
 def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
     """Time, compile, throughput and ratios of the cells that ran."""
     unit = ok["unit"].iloc[0] or "calls"
     baseline = ok["baseline"].iloc[0]
+    medians = ok["median_s"].map(format_seconds)
+    medians = medians + ok["disturbed"].map(lambda flag: DISTURBED_MARK if flag else "")
     return pd.DataFrame(
         {
             "backend": _backend_column(ok),
             "strategy": ok["strategy"],
-            "median": ok["median_s"].map(format_seconds),
+            "median": medians,
             "IQR": ok["iqr_s"].map(format_seconds),
             "compile": ok["compile_s"].map(format_seconds),
             f"{unit}/s": ok["throughput"].map(number),
             "GB/s": ok["gbps"].map(number),
             f"speedup vs {baseline}": ok["speedup"].map(_ratio),
-            "x fastest": ok["x_fastest"].map(_ratio),
+            "x fastest": [_x_fastest(row) for row in ok.itertuples()],
             "x BW bound": ok["x_bandwidth"].map(number),
         }
     )
@@ -120,8 +149,9 @@ def counts_table(ok: pd.DataFrame) -> pd.DataFrame:
             "dispatch": ok["dispatch_pct"].map(_pct),
             "launch": ok["launch_pct"].map(_pct),
             "transfer": ok["transfer_pct"].map(_pct),
-            "compute": [
-                _pct(r.compute_pct) + (" (overlap)" if r.overlap else "") for r in ok.itertuples()
+            "recompile": ok["compile_pct"].map(_pct),
+            "remainder": [
+                _pct(r.remainder_pct) + (" (overlap)" if r.overlap else "") for r in ok.itertuples()
             ],
         }
     )
@@ -160,12 +190,46 @@ COLUMN_HELP = (
     "warm-up; every call waits for its result); *compile*: untimed prepare (device "
     "placement + JIT/Numba compilation); *speedup vs B*: median of backend B / median, "
     "B being the scenario's sequential (Python loop) backend measured in the same run; "
-    "*x fastest*: median / fastest median of the same run in the table; "
+    "*x fastest*: median / fastest median of the same run in the table (*tie*: the 95% "
+    "bootstrap interval of that ratio includes 1, so the two are not told apart); "
+    "*(disturbed)*: the machine was busy while the cell ran (more runnable tasks than "
+    "cores, CPU steal, or a calibration probe that drifted), see the note under the table; "
     "*x BW bound*: median / (minimum bytes moved / measured memory bandwidth), 1.0 would be "
     "a solver running at memory speed. Per call: *dispatches* (executable launches from the "
     "host, profiler trace); *kernels (trace)*: kernels executed on this device; *kernels "
     "(static)*: the same estimated from optimized HLO; *GPU launch equiv.*: loop body "
     "kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers under "
-    "jax.transfer_guard (bytes when logged); *dispatch/launch/transfer/compute*: counts x "
-    "unit costs measured in the same run, compute = the rest of the median."
+    "jax.transfer_guard (bytes when logged); *dispatch/launch/transfer*: counts x "
+    "unit costs measured in the same run; *recompile*: tracing and compilation inside the "
+    "timed call, measured (jax.monitoring); *remainder*: the rest of the median, not "
+    "measured (device compute, host Python between calls, waits)."
 )
+
+
+def at_a_glance(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per table: the fastest backend (with those tied with it), its median and
+    speedup, how many cells failed or were skipped, and how many ran disturbed."""
+    rows = []
+    for title, group in tables(frame):
+        ok = group[group["status"] == "ok"].dropna(subset=["median_s"])
+        failed = int((group["status"] != "ok").sum())
+        if ok.empty:
+            rows.append(
+                {"table": title, "fastest backend": "(none ran)", "failed / skipped": failed}
+            )
+            continue
+        best = ok.loc[ok["median_s"].idxmin()]
+        rows.append(
+            {
+                "table": title,
+                "fastest backend": fastest_names(ok),
+                "strategy": best["strategy"],
+                "median": format_seconds(best["median_s"]),
+                "speedup vs sequential baseline": (
+                    "-" if pd.isna(best["speedup"]) else f"{best['speedup']:.2g}x"
+                ),
+                "failed / skipped": failed,
+                "disturbed": int(ok["disturbed"].astype(bool).sum()),
+            }
+        )
+    return pd.DataFrame(rows).fillna("-") if rows else pd.DataFrame()

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from harness.decomposition import decompose
+from harness.decomposition import PARTS, decompose
 from harness.probes.gpu import (
     COMMAND_BUFFER_FLAG,
     command_buffers_enabled,
@@ -211,15 +211,28 @@ def test_decomposition_adds_up():
     assert result["dispatch_s"] == pytest.approx(1e-3)
     assert result["launch_s"] == pytest.approx(1e-3)
     assert result["transfer_s"] == pytest.approx(10 * 50e-6 + 1e-3)
-    assert result["compute_s"] == pytest.approx(0.01 - 3.5e-3)
-    fractions = sum(result[f"{k}_fraction"] for k in ("dispatch", "launch", "transfer", "compute"))
+    assert result["compile_s"] == 0.0 and not result["compile_measured"]
+    assert result["remainder_s"] == pytest.approx(0.01 - 3.5e-3)
+    fractions = sum(result[f"{k}_fraction"] for k in PARTS)
     assert fractions == pytest.approx(1.0) and not result["overlap"]
+
+
+def test_decomposition_names_recompilation_measured_in_the_call():
+    counts = {
+        "trace": {"dispatches": 0, "kernels": 0},
+        "transfers": {"h2d": 0, "h2d_bytes": 0},
+        "compilations": {"traces": 3, "compiles": 2, "total_s": 0.004},
+    }
+    result = decompose(0.01, counts, COSTS)
+    assert result["compile_s"] == pytest.approx(0.004) and result["compile_measured"]
+    assert result["compile_fraction"] == pytest.approx(0.4)
+    assert result["remainder_s"] == pytest.approx(0.006)
 
 
 def test_decomposition_flags_overlap_and_missing_counts():
     counts = {"trace": {"dispatches": 10_000, "kernels": 0}, "transfers": {"h2d": 0}}
     result = decompose(0.01, counts, COSTS)
-    assert result["overlap"] and result["compute_s"] == 0.0
+    assert result["overlap"] and result["remainder_s"] == 0.0
     assert "missing trace counts" in decompose(0.01, {}, COSTS)["error"]
 
 

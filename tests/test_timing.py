@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from harness.api import InputError
-from harness.timing import TimingConfig, repeat, summarize, time_call
+from harness.statistics import summarize
+from harness.timing import TimingConfig, repeat, time_call
 
 
 class FakeClock:

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from harness.api import Backend, Size, Strategy
+from harness.factories import loop_backend
 from scenarios.mppi_tuning import numba_mppi
 from scenarios.mppi_tuning.controller import LOG_LOWER, LOG_UPPER, Config
 from scenarios.mppi_tuning.objective import (
@@ -92,23 +93,15 @@ def _run(prepared: dict[str, Any]) -> TuningResult:
 
 
 def numba_backend(name: str, **kwargs) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.NUMBA,
-        engine="numba",
-        prepare=_numba_prepare,
-        run=_run,
-        **kwargs,
-    )
+    return loop_backend(name, Strategy.NUMBA, _numba_prepare, _run, engine="numba", **kwargs)
 
 
 def library_backend(name: str, **kwargs) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.LIBRARY,
-        engine="jax",
-        prepare=_library_prepare,
-        run=_run,
+    return loop_backend(
+        name,
+        Strategy.LIBRARY,
+        _library_prepare,
+        _run,
         executables=lambda prepared: {
             "evaluate_population": (prepared["compiled"], prepared["inputs"].config.generations)
         },

@@ -25,6 +25,7 @@ import numpy as np
 from jax import lax
 
 from harness.api import Backend, Size, Strategy
+from harness.factories import Compiled, compiled_backend, loop_backend
 from scenarios.mppi_tuning.controller import (
     LOG_LOWER,
     LOG_UPPER,
@@ -157,12 +158,11 @@ def _estimate_eager(inputs: MppiInputs, size: Size) -> dict[str, float]:
 
 
 def sequential_backend(name: str, jit_controller: bool, **kwargs) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.SEQUENTIAL,
-        engine="jax",
-        prepare=lambda inputs, size: _sequential_prepare(inputs, size, jit_controller),
-        run=_sequential_run,
+    return loop_backend(
+        name,
+        Strategy.SEQUENTIAL,
+        lambda inputs, size: _sequential_prepare(inputs, size, jit_controller),
+        _sequential_run,
         estimate=None if jit_controller else _estimate_eager,
         **kwargs,
     )
@@ -197,9 +197,7 @@ def _vmapped_run(prepared: dict[str, Any]) -> TuningResult:
         best = jnp.argmin(fitness)
         best_candidate.append(population[best])
         best_fitness.append(fitness[best])
-    return jax.block_until_ready(
-        TuningResult(jnp.stack(best_candidate), jnp.stack(best_fitness), state.mean)
-    )
+    return TuningResult(jnp.stack(best_candidate), jnp.stack(best_fitness), state.mean)
 
 
 # ---------------------------------------------------------------- scanned
@@ -229,30 +227,24 @@ def tune_scanned(root: jax.Array, config: Config, evaluate=None) -> TuningResult
     return TuningResult(best_candidate, best_fitness, state.mean)
 
 
-def _scanned_prepare(inputs: MppiInputs, size: Size) -> tuple[Any, jax.Array]:
+def _scanned_compile(inputs: MppiInputs, size: Size) -> Compiled:
     root = jax.device_put(jax.random.key_data(jax.random.key(inputs.seed)))
     compiled = jax.jit(lambda r: tune_scanned(r, inputs.config)).lower(root).compile()
-    return compiled, root
+    return Compiled(compiled, (root,))
 
 
 def scanned_backend(name: str, **kwargs) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.SCANNED,
-        engine="jax",
-        prepare=_scanned_prepare,
-        run=lambda prepared: prepared[0](prepared[1]),
-        executables=lambda prepared: {name: (prepared[0], 1)},
-        **kwargs,
-    )
+    return compiled_backend(name, Strategy.SCANNED, _scanned_compile, **kwargs)
 
 
 def vmapped_backend(name: str, **kwargs) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.VMAPPED,
-        engine="jax",
-        prepare=_vmapped_prepare,
-        run=_vmapped_run,
+    return loop_backend(
+        name,
+        Strategy.VMAPPED,
+        _vmapped_prepare,
+        _vmapped_run,
+        executables=lambda prepared: {
+            "evaluate_population": (prepared["evaluate"], prepared["config"].generations)
+        },
         **kwargs,
     )

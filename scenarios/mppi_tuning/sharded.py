@@ -19,6 +19,7 @@ from jax.sharding import PartitionSpec as P
 
 from harness import sharding
 from harness.api import Backend, Size, Strategy
+from harness.factories import Compiled, compiled_backend
 from scenarios.mppi_tuning.controller import Config
 from scenarios.mppi_tuning.jax_loops import tune_scanned
 from scenarios.mppi_tuning.objective import evaluate_population
@@ -57,12 +58,12 @@ def tune_sharded(root: jax.Array, config: Config, mesh) -> TuningResult:
     return tune_scanned(root, config, sharded_evaluate(config, mesh))
 
 
-def _prepare(inputs: MppiInputs, size: Size) -> tuple[Any, jax.Array]:
+def _compile(inputs: MppiInputs, size: Size) -> Compiled:
     mesh = sharding.mesh_1d(AXIS)
     root = jax.random.key_data(jax.random.key(inputs.seed))
     root = sharding.put_global(root, NamedSharding(mesh, P()))
     compiled = jax.jit(lambda r: tune_sharded(r, inputs.config, mesh)).lower(root).compile()
-    return compiled, root
+    return Compiled(compiled, (root,))
 
 
 def _to_reference(result: TuningResult) -> TuningResult:
@@ -70,13 +71,4 @@ def _to_reference(result: TuningResult) -> TuningResult:
 
 
 def sharded_backend(name: str, **kwargs) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.SHARDED,
-        engine="jax",
-        prepare=_prepare,
-        run=lambda prepared: prepared[0](prepared[1]),
-        to_reference=_to_reference,
-        executables=lambda prepared: {name: (prepared[0], 1)},
-        **kwargs,
-    )
+    return compiled_backend(name, Strategy.SHARDED, _compile, to_reference=_to_reference, **kwargs)

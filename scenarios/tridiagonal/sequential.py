@@ -19,14 +19,20 @@ import numpy as np
 from jax import lax
 
 from harness.api import Backend, Size, Strategy
+from harness.factories import loop_backend
 from scenarios.tridiagonal.problem import Diagonals
 
 
 def numpy_sweep(diagonals: Diagonals) -> np.ndarray:
-    """The issue's ``tdma_naive``, on copies of b and d."""
+    """The issue's ``tdma_naive``, on copies of b and d (which it overwrites)."""
     a, b, c, d = diagonals
-    b = b.copy()
-    d = d.copy()
+    return tdma_naive(Diagonals(a, b.copy(), c, d.copy()))
+
+
+def tdma_naive(diagonals: Diagonals) -> np.ndarray:
+    """The NumPy code of JAX issue #2491 as published: it updates ``b`` and ``d`` in place
+    (right once, wrong on every later call with the same arrays)."""
+    a, b, c, d = diagonals
     n = a.shape[-1]
     for i in range(1, n):
         w = a[..., i] / b[..., i - 1]
@@ -83,12 +89,11 @@ def _run_columns(prepared: dict[str, Any], synchronize: bool) -> jax.Array:
 
 
 def jax_columns_backend(name: str, synchronize: bool, description: str) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.SEQUENTIAL,
-        engine="jax",
-        prepare=_prepare_columns,
-        run=lambda prepared: _run_columns(prepared, synchronize),
+    return loop_backend(
+        name,
+        Strategy.SEQUENTIAL,
+        _prepare_columns,
+        lambda prepared: _run_columns(prepared, synchronize),
         description=description,
         executables=_executables,
     )

@@ -9,8 +9,6 @@ systems (b = 1, a = c = d = 0, solution 0) and the padding is cut from the resul
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 import numpy as np
 from jax.sharding import NamedSharding
@@ -18,6 +16,7 @@ from jax.sharding import PartitionSpec as P
 
 from harness import sharding
 from harness.api import Backend, Size, Strategy
+from harness.factories import Compiled, compiled_backend
 from scenarios.tridiagonal.problem import Diagonals
 from scenarios.tridiagonal.scanned import time_major_kernel, to_time_major
 
@@ -37,7 +36,7 @@ def pad_systems(diagonals: Diagonals, batch: int) -> Diagonals:
     )  # fmt: skip
 
 
-def _prepare(inputs: Diagonals, size: Size) -> tuple[Any, Diagonals]:
+def _compile(inputs: Diagonals, size: Size) -> Compiled:
     mesh = sharding.mesh_1d(AXIS)
     time_major = to_time_major(inputs)
     batch = time_major.a.shape[1]
@@ -48,8 +47,7 @@ def _prepare(inputs: Diagonals, size: Size) -> tuple[Any, Diagonals]:
     solve = jax.shard_map(
         time_major_kernel, mesh=mesh, in_specs=(SPEC,), out_specs=SPEC, check_vma=False
     )
-    compiled = jax.jit(lambda d: solve(d)[:, :batch]).lower(args).compile()
-    return compiled, args
+    return Compiled(jax.jit(lambda d: solve(d)[:, :batch]).lower(args).compile(), (args,))
 
 
 def _to_reference(x: jax.Array) -> np.ndarray:
@@ -57,13 +55,4 @@ def _to_reference(x: jax.Array) -> np.ndarray:
 
 
 def sharded_backend(name: str, **kwargs) -> Backend:
-    return Backend(
-        name=name,
-        strategy=Strategy.SHARDED,
-        engine="jax",
-        prepare=_prepare,
-        run=lambda prepared: prepared[0](prepared[1]),
-        to_reference=_to_reference,
-        executables=lambda prepared: {name: (prepared[0], 1)},
-        **kwargs,
-    )
+    return compiled_backend(name, Strategy.SHARDED, _compile, to_reference=_to_reference, **kwargs)

@@ -47,6 +47,49 @@ def _hang(x):
     time.sleep(600)
 
 
+DELAY_S = 0.05  # the `delayed` backend's result is ready this long after `run` returns
+
+
+class Delayed:
+    """A result that becomes ready only ``DELAY_S`` after ``run`` returned, as a JAX
+    array from an asynchronous dispatch does: ``block_until_ready()`` waits for it."""
+
+    def __init__(self, value):
+        self.value, self.ready_at = value, time.perf_counter() + DELAY_S
+
+    def block_until_ready(self):
+        time.sleep(max(0.0, self.ready_at - time.perf_counter()))
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.value, dtype=dtype)
+
+
+def _jax_async():
+    """A raw jitted call (no factory, no wait): returns a future of ~20 ms of work, a
+    serial recurrence (one core: XLA's intra-op threads would make its time bimodal)."""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def double_slowly(x):
+        y = jax.lax.fori_loop(0, 40_000, lambda i, y: jnp.sin(y) + 0.5, jnp.ones(64, x.dtype))
+        return 2.0 * x + 0.0 * y[0]
+
+    return Backend(
+        name="jax-async",
+        strategy=Strategy.VMAPPED,
+        engine="jax",
+        prepare=lambda inputs, size: jax.device_put(inputs),
+        run=double_slowly,
+    )
+
+
+def _in_place(x):
+    x *= 2.0  # modifies its input: right once, wrong on every later call
+    return x.copy()
+
+
 def _wrong_after_first_call():
     calls = []
 
@@ -73,6 +116,10 @@ SCENARIO = Scenario(
         "good": _backend("good", lambda x: 2.0 * x),
         "wrong": _backend("wrong", lambda x: 2.0 * x + 1.0),
         "wrong-later": _backend("wrong-later", _wrong_after_first_call()),
+        "nan": _backend("nan", lambda x: np.full_like(x, np.nan)),
+        "in-place": _backend("in-place", _in_place),
+        "delayed": _backend("delayed", lambda x: Delayed(2.0 * x)),
+        "jax-async": _jax_async(),
         "crash": _backend("crash", _crash),
         "hang": _backend("hang", _hang),
         "default-only": _backend(

@@ -1,0 +1,78 @@
+"""A scenario's backend as a pytest-benchmark test, timed by scanbench's timing loop.
+
+pytest-benchmark times the callable it is given; here that callable is
+`harness.timing.call_and_wait`, so every round waits for the whole output (a JAX backend
+is timed to the moment its result is ready, not to the return of its dispatch). The
+output is checked strictly (`harness.checks`) before and after timing, then one call is
+counted and the per-call counts go to ``extra_info``.
+
+Example (in a test module)::
+
+    def test_scanned(benchmark):
+        benchmark_backend(benchmark, SCENARIO, "scanned", "smoke")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.api import Scenario
+from harness.checks import InputSnapshot, check_again, checked_error
+from harness.counting import counts_per_call, per_call_counts
+from harness.timing import call_and_wait
+
+
+def benchmark_backend(
+    benchmark: Any,
+    scenario: Scenario,
+    backend_name: str,
+    size_name: str = "smoke",
+    dtype: str | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Check, time (with pytest-benchmark's ``benchmark`` fixture) and count one backend.
+
+    Returns the ``extra_info`` it stored. Skips the test (``pytest.skip``) when the
+    backend does not run at ``size_name``.
+    """
+    import jax
+    import pytest
+
+    from harness.environment import device_info
+
+    dtype = dtype or scenario.dtypes[0]
+    if dtype == "float64":  # process-wide; float32 cells stay float32 with it on
+        jax.config.update("jax_enable_x64", True)
+    backend = scenario.backend(backend_name)
+    size = scenario.size(size_name)
+    if not backend.runs_at(size.name):
+        pytest.skip(f"{backend_name} does not run at {size.name}: {backend.skip_reason}")
+    inputs = scenario.make_inputs(size, seed, dtype)
+    expected = scenario.reference(inputs)
+    snapshot = InputSnapshot.of(inputs)
+    prepared = backend.prepare(inputs, size)
+    first = call_and_wait(backend.run, prepared)
+    snapshot.verify(inputs, "during prepare or the first call")
+    checked_error(scenario.check, backend.to_reference(first), expected, dtype)
+    calls = [1]
+
+    def timed() -> Any:
+        calls[0] += 1
+        return call_and_wait(backend.run, prepared)
+
+    output = benchmark(timed)
+    snapshot.verify(inputs, f"during the first {calls[0]} calls")
+    check_again(scenario.check, backend.to_reference(output), expected, dtype, calls[0])
+    counts = counts_per_call(scenario, backend, size, prepared, seed, dtype, device_info())
+    info = {
+        "scenario": scenario.name,
+        "backend": backend.name,
+        "strategy": str(backend.strategy),
+        "size": size.name,
+        "dtype": dtype,
+        "work": dict(scenario.work(size, dtype)),
+        "counts_per_call": per_call_counts(counts),
+        "probe_errors": {k: v for k, v in counts.items() if k.endswith("_error")},
+    }
+    benchmark.extra_info.update(info)
+    return info

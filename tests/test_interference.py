@@ -1,0 +1,148 @@
+"""Interference, ties and disturbed cells: recorded, flagged in reports, refused by the gate."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+
+from harness.gate import check_invariants, paired_decision
+from harness.gate_rules import Invariant
+from harness.interference import (
+    PROBE_DRIFT,
+    Interference,
+    LoadSamples,
+    assess,
+    running_threads,
+    sample_load,
+)
+from harness.interleave import samples_per_block
+from harness.store import Run, load_run
+from reports import markdown
+from reports.frame import records_frame
+from reports.tables import at_a_glance
+
+DATA = Path(__file__).parent / "data"
+
+
+def quiet(**kwargs) -> Interference:
+    values = {
+        "probe_before_s": 0.005,
+        "probe_after_s": 0.0052,
+        "samples": LoadSamples([1, 1, 2], [0, 0, 1]),
+        "steal": ((1000, 0), (2000, 10)),
+        "loads": (0.5, 0.9),
+        "cores": 2,
+        **kwargs,
+    }
+    return assess(**values)
+
+
+def test_a_quiet_cell_is_not_disturbed():
+    result = quiet()
+    assert not result.disturbed and result.reasons == ()
+    assert result.steal_fraction == 0.01 and result.runnable_mean == 4 / 3
+    assert Interference.from_json(result.to_json()) == result
+
+
+def test_each_kind_of_interference_is_named():
+    drifted = quiet(probe_after_s=0.005 * (PROBE_DRIFT + 0.1))
+    assert drifted.disturbed and "calibration probe took 1.60x" in drifted.reasons[0]
+    faster = quiet(probe_after_s=0.005 / (PROBE_DRIFT + 0.1))
+    assert faster.disturbed
+    crowded = quiet(samples=LoadSamples([3, 4, 3], [2, 3, 2]))
+    assert "3.3 runnable tasks on average for 2 cores (2.3 of them not this cell's)" in (
+        crowded.reasons[0]
+    )
+    stolen = quiet(steal=((1000, 0), (2000, 100)))
+    assert stolen.reasons == ("10% of CPU time stolen by the hypervisor",)
+
+
+def test_the_sampler_sees_a_busy_process(tmp_path):
+    import subprocess
+    import sys
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        samples = LoadSamples()
+        with sample_load(busy.pid, samples):
+            import time
+
+            time.sleep(1.0)
+        assert samples.runnable and max(samples.runnable) >= 1
+        assert running_threads(busy.pid) == 1
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def disturbed_run() -> Run:
+    run = load_run(DATA / "tdma.json")
+    busy = quiet(samples=LoadSamples([3, 3], [2, 2])).to_json()
+    records = tuple(
+        dataclasses.replace(r, interference=busy) if r.backend == "scanned-time-major" else r
+        for r in run.records
+    )
+    return Run(run.environment, run.invocation, records)
+
+
+def test_the_gate_does_not_decide_an_invariant_on_a_disturbed_cell():
+    invariant = Invariant("tridiagonal", "smoke", "scanned-time-major", "scanned-issue", 1.5)
+    (verdict,) = check_invariants([invariant], disturbed_run().records, 0.99, 0)
+    assert verdict.outcome == "inconclusive"
+    assert "not decided" in verdict.detail and "scanned-time-major: 3.0 runnable" in verdict.detail
+
+
+def test_reports_mark_disturbed_cells_with_their_reasons():
+    text = markdown.render([disturbed_run()])
+    assert "(disturbed)" in text
+    assert "- **scanned-time-major**: measured while the machine was busy (3.0 runnable" in text
+
+
+def test_ties_are_ties():
+    run = load_run(DATA / "tdma.json")
+    rng = np.random.default_rng(0)
+    same = tuple(1e-3 * (1 + 0.05 * rng.standard_normal(30)))
+    twin = tuple(1e-3 * (1 + 0.05 * rng.standard_normal(30)))
+    slower = tuple(2e-3 * (1 + 0.05 * rng.standard_normal(30)))
+    samples = {"scanned-time-major": same, "library-lax": twin, "scanned-issue": slower}
+    records = []
+    for r in run.records:
+        if r.size == "smoke" and r.backend in samples:
+            s = samples[r.backend]
+            r = dataclasses.replace(r, samples_s=s, stats={**r.stats, "median": np.median(s)})
+        elif r.size == "smoke" and r.status == "ok":
+            s = tuple(np.array(slower) * 3)
+            r = dataclasses.replace(r, samples_s=s, stats={**r.stats, "median": np.median(s)})
+        records.append(r)
+    frame = records_frame([Run(run.environment, run.invocation, tuple(records))])
+    smoke = frame[(frame["size"] == "smoke") & (frame["status"] == "ok")]
+    assert smoke["fastest"].sum() == 1
+    tied = set(smoke.loc[smoke["tie"] | smoke["fastest"], "backend"])
+    assert tied == {"scanned-time-major", "library-lax"}
+    glance = at_a_glance(frame)
+    names = glance.loc[glance["table"].str.contains("smoke"), "fastest backend"].iloc[0]
+    assert names.endswith("(tie)") and {"scanned-time-major", "library-lax"} == set(
+        names.removesuffix(" (tie)").split(" = ")
+    )
+    text = markdown.render([Run(run.environment, run.invocation, tuple(records))])
+    assert "## At a glance" in text
+    assert re.search(r"\d tie\s*\|", text) and re.search(r"\d fastest\s*\|", text)
+
+
+def test_detectable_slowdown_and_block_sizes():
+    rng = np.random.default_rng(3)
+    base = [list(1e-3 * (1 + 0.01 * rng.standard_normal(5))) for _ in range(30)]
+    cand = [list(1e-3 * (1 + 0.01 * rng.standard_normal(5))) for _ in range(30)]
+    decision = paired_decision(base, cand, 0.05, 10e-6, 0.99, 0)
+    assert not decision.suspect
+    assert 1.05 < decision.detectable < 1.10
+    assert decision.detectable == max(
+        1.05 * decision.ratio / decision.low, 1 + 10e-6 / np.median(np.concatenate(base))
+    )
+    settings = {"samples_per_block": 5, "block_time_s": 0.1}
+    assert samples_per_block(settings, 0.3e-3) == 334
+    assert samples_per_block(settings, 0.5) == 5
+    assert samples_per_block({"samples_per_block": 5}, 1e-6) == 5
