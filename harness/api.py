@@ -234,6 +234,12 @@ class Record:
     decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     interference: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    devices: int | None = None  # the cell's requested device count (--devices), if any
+
+    @property
+    def key(self) -> tuple:
+        """What identifies the cell this record measured (to resume a run)."""
+        return (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
 
     @property
     def disturbed(self) -> bool:

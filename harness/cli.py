@@ -9,32 +9,58 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import math
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.api import DTYPES, HarnessError, InputError
+from harness.journal import journal_path
 from harness.registry import SCENARIOS, get_scenario, load_scenario_file, select
-from harness.store import Run, load_run, write_run
+from harness.run import Plan
+from harness.store import Run, load_run
 from harness.timing import TimingConfig
 
+SEED_LIMIT = 2**32  # jax.random.key and NumPy's generators both accept 0 .. 2**32 - 1
 
-def _positive(kind: type, name: str):
+
+def _number(kind: type, name: str, low: float, high: float = math.inf, low_open: bool = True):
+    """An argparse type: a finite ``kind`` in (low, high) (or [low, high) if not
+    ``low_open``), with a message naming the option and the range."""
+
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text}")
+            raise argparse.ArgumentTypeError(
+                f"{name} must be {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
+        below = value <= low if low_open else value < low
+        if not math.isfinite(value) or below or value >= high:
+            bound = f"> {low:g}" if low_open else f">= {low:g}"
+            if high != math.inf:
+                bound += f" and < {int(high)}" if kind is int else f" and < {high:g}"
+            finite = "" if kind is int else "finite and "
+            raise argparse.ArgumentTypeError(f"{name} must be {finite}{bound}, got {text}")
         return value
 
     return parse
 
 
+def _positive(kind: type, name: str):
+    return _number(kind, name, 0)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (with where to look), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="scanbench",
         description="Run JAX workloads through interchangeable evaluator backends and "
         "report time, throughput and where the time goes.",
@@ -54,7 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="size name, or several separated by commas, e.g. smoke,default (default: default)",
     )
     run.add_argument("--dtype", help=f"one of {', '.join(DTYPES)}; default per scenario")
-    run.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
+    run.add_argument(
+        "--seed",
+        type=_number(int, "--seed", 0, SEED_LIMIT, low_open=False),
+        default=0,
+        help="input seed, 0 .. 2**32 - 1 (default 0)",
+    )
     run.add_argument(
         "--min-time",
         type=_positive(float, "--min-time"),
@@ -67,7 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=5,
         help="minimum timed calls per cell (default 5)",
     )
-    run.add_argument("--warmup", type=int, default=1, help="untimed warm-up calls (default 1)")
+    run.add_argument(
+        "--warmup",
+        type=_number(int, "--warmup", 0, low_open=False),
+        default=1,
+        help="untimed warm-up calls (default 1)",
+    )
     run.add_argument(
         "--timeout",
         type=_positive(float, "--timeout"),
@@ -75,6 +111,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds before a cell's worker is killed (default 1800)",
     )
     run.add_argument("--out", help="results JSON path (default results/run-<time>.json)")
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing --out; with --resume: resume even if the code or "
+        "environment changed",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="PATH",
+        help="continue an interrupted run: only its missing cells, with its stored settings",
+    )
     run.add_argument(
         "--devices",
         help="device counts to run each cell with, e.g. 1,2,4,8 (CPU: virtual devices via "
@@ -100,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--backend", required=True)
     profile.add_argument("--size", default="smoke")
     profile.add_argument("--dtype")
-    profile.add_argument("--seed", type=int, default=0)
+    profile.add_argument(
+        "--seed", type=_number(int, "--seed", 0, SEED_LIMIT, low_open=False), default=0
+    )
     profile.add_argument("--out", help="trace directory (default results/profile-<cell>)")
     profile.add_argument("--top", type=int, default=10, help="kernels to list (default 10)")
     profile.add_argument("--timeout", type=_positive(float, "--timeout"), default=1800.0)
@@ -195,11 +244,8 @@ def _comma_list(text: str, option: str, parse: type, what: str) -> list:
     return values
 
 
-def _run(args: argparse.Namespace) -> int:
-    from harness.runner import collect_environment, run_cells
-
-    if args.warmup < 0:
-        raise InputError(f"--warmup must be >= 0, got {args.warmup}")
+def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
+    """The cells and timing settings of a new run, and the invocation to store."""
     from harness.sharding import distributed_settings
 
     sizes = _comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")
@@ -218,33 +264,50 @@ def _run(args: argparse.Namespace) -> int:
         for devices in device_counts
     ]
     timing = TimingConfig(warmup=args.warmup, min_time_s=args.min_time, min_count=args.min_count)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or f"results/run-{stamp}.json")
-    if out.exists() and out.is_dir():
-        raise InputError(f"--out {str(out)!r} is a directory; give a file path")
-    environment = collect_environment()
-    records = run_cells(
-        cells, timing, args.timeout, environment=environment, probes=not args.no_probes
-    )
+    plan = Plan(tuple(cells), timing, args.timeout, not args.no_probes)
     scenarios = {cell.scenario: get_scenario(cell.scenario, cell.scenario_file) for cell in cells}
-    units = {name: scenario.throughput_unit for name, scenario in scenarios.items()}
-    baselines = {name: scenario.baseline_backend for name, scenario in scenarios.items()}
     invocation = {
         "argv": sys.argv[1:],
         "sizes": sizes,
         "devices": device_counts,
         "seed": args.seed,
-        "timing": {
-            "warmup": timing.warmup,
-            "min_time_s": timing.min_time_s,
-            "min_count": timing.min_count,
-        },
-        "timeout_s": args.timeout,
-        "probes": not args.no_probes,
-        "throughput_units": units,
-        "baselines": baselines,
+        **plan.to_json(),
+        "throughput_units": {name: s.throughput_unit for name, s in scenarios.items()},
+        "baselines": {name: s.baseline_backend for name, s in scenarios.items()},
     }
-    write_run(out, Run(environment, invocation, tuple(records)))
+    return plan, invocation
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.interrupts import Interrupted
+    from harness.run import Progress, check_outputs, execute
+    from harness.runner import collect_environment
+
+    if args.resume:
+        return _resume(args)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"results/run-{stamp}.json")
+    plan, invocation = _plan(args)
+    check_outputs(out, [args.md, args.html], args.force)
+    progress = Progress(out, len(plan.cells))
+    try:
+        environment = collect_environment()
+        run = execute(plan, out, environment, invocation, progress=progress)
+    except Interrupted as stop:
+        return _interrupted(stop, progress)
+    return _finish(run, out, args)
+
+
+def _interrupted(stop, progress) -> int:
+    print(
+        f"interrupted: {progress.saved} of {progress.total} cells saved in {progress.out}; "
+        f"continue with `scanbench run --resume {progress.out}`",
+        file=sys.stderr,
+    )
+    return stop.exit_code
+
+
+def _finish(run: Run, out: Path, args: argparse.Namespace) -> int:
     stored = load_run(out)  # the report reads what was stored, nothing else
     markdown = _write_reports([stored], [], args.md, args.html)
     if not args.quiet:
@@ -252,6 +315,39 @@ def _run(args: argparse.Namespace) -> int:
     failed = [r for r in stored.records if r.status == "failed"]
     print(f"results: {out} ({len(stored.records)} cells, {len(failed)} failed)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """`scanbench run --resume PATH`: the missing cells of an interrupted run."""
+    from harness.interrupts import Interrupted
+    from harness.run import Plan, Progress, differences, execute, load_interrupted
+    from harness.runner import collect_environment
+
+    out = Path(args.resume)
+    if not out.exists() and not journal_path(out).exists():
+        raise InputError(f"--resume {str(out)!r}: no such results file or journal")
+    environment, invocation, records = load_interrupted(out)
+    plan = Plan.from_invocation(invocation, out)
+    missing = len({c.key for c in plan.cells} - {r.key for r in records})
+    if not missing:
+        print(f"nothing to resume: all {len(plan.cells)} cells are in {out}", file=sys.stderr)
+        return _finish(Run(environment, invocation, tuple(records)), out, args)
+    current = collect_environment()
+    changed = differences(environment, current)
+    if changed and not args.force:
+        raise InputError(
+            f"cannot resume {out}: the code or environment differs from when it started "
+            f"({'; '.join(changed)}); --force resumes anyway"
+        )
+    if changed:
+        invocation = {**invocation, "resumed_with_differences": changed}
+    progress = Progress(out, len(plan.cells))
+    print(f"resuming {out}: {missing} of {len(plan.cells)} cells to run", file=sys.stderr)
+    try:
+        run = execute(plan, out, environment, invocation, records, progress)
+    except Interrupted as stop:
+        return _interrupted(stop, progress)
+    return _finish(run, out, args)
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -301,6 +397,12 @@ def _profile(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from reports.comparable import load_runs
 
+    outputs = [os.path.realpath(p) for p in (args.md, args.html) if p]
+    inputs = {os.path.realpath(p) for p in args.results}
+    if len(set(outputs)) != len(outputs) or inputs & set(outputs):
+        raise InputError(
+            "--md and --html must be different files, and neither one of the results files"
+        )
     runs, apart = load_runs(args.results)
     markdown = _write_reports(runs, apart, args.md, args.html, mixed_versions=args.mixed_versions)
     if not args.md:
@@ -343,7 +445,10 @@ def _gate(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage error (2), already printed
+        return int(stop.code or 0)
     try:
         commands = {
             "list": _list,

@@ -54,14 +54,16 @@ def _cell(scenario: str, backend: str, size: str, dtype: str | None) -> Cell:
 def rules_and_invariants(
     gates: Gates, records: Sequence[Record] | None, timeout_s: float
 ) -> list[Verdict]:
-    """The count rules and invariants, on ``records`` or on cells measured now."""
+    """The count rules and invariants, on ``records`` or on cells measured now. Every
+    rule's scenario, backend and size is checked first (an unknown name is a usage error,
+    exit 2, not a regression)."""
+    cells: dict[Cell, bool] = {}
+    for rule in gates.counts:
+        cells.setdefault(_cell(rule.scenario, rule.backend, rule.size, rule.dtype), False)
+    for invariant in gates.invariants:
+        for backend in (invariant.faster, invariant.slower):
+            cells[_cell(invariant.scenario, backend, invariant.size, invariant.dtype)] = True
     if records is None:
-        cells: dict[Cell, bool] = {}
-        for rule in gates.counts:
-            cells.setdefault(_cell(rule.scenario, rule.backend, rule.size, rule.dtype), False)
-        for invariant in gates.invariants:
-            for backend in (invariant.faster, invariant.slower):
-                cells[_cell(invariant.scenario, backend, invariant.size, invariant.dtype)] = True
         records = _measure(cells, timeout_s)
     settings = gates.settings
     return [

@@ -36,6 +36,7 @@ per-function / per-op breakdowns that name the culprit when a total grows.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -164,8 +165,8 @@ def _read_toml(path: Path) -> dict:
 
 
 def _positive(value: float, where: str) -> float:
-    if value <= 0:
-        raise InputError(f"{where} must be > 0, got {value}")
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{where} must be finite and > 0, got {value}")
     return float(value)
 
 
@@ -184,6 +185,9 @@ def load_gates(path: str | Path) -> Gates:
     settings = {**SETTINGS, **_table(data.get("settings", {}), f"{path} [settings]", {}, types)}
     for key in ("blocks", "samples_per_block", "delta"):
         _positive(settings[key], f"{path} [settings] {key}")
+    for key in ("confidence", "floor_s", "block_time_s"):
+        if not math.isfinite(settings[key]):
+            raise InputError(f"{path} [settings] {key} must be finite, got {settings[key]}")
     if settings["block_time_s"] < 0:
         raise InputError(
             f"{path} [settings] block_time_s must be >= 0, got {settings['block_time_s']}"
@@ -222,7 +226,7 @@ def load_gates(path: str | Path) -> Gates:
         )
         delta = _positive(raw.pop("delta", settings["delta"]), f"{where} delta")
         floor = float(raw.pop("floor_s", settings["floor_s"]))
-        if floor < 0:
+        if not math.isfinite(floor) or floor < 0:
             raise InputError(f"{where} floor_s must be >= 0, got {floor}")
         baselines.append(BaselineRule(**raw, delta=delta, floor_s=floor))
     gates = Gates(path, settings, (), tuple(invariants), tuple(baselines))

@@ -10,6 +10,7 @@ import dataclasses
 import importlib
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -42,11 +43,19 @@ SCENARIOS: Mapping[str, Callable[[], Scenario]] = {
 }
 
 
+def _where_in(source: Path, error: BaseException, shown: str | Path) -> str:
+    """``file:line`` of the deepest frame of ``error``'s traceback inside ``source``."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == str(source)]
+    return f"{shown}:{frames[-1].lineno}" if frames else str(shown)
+
+
 def load_scenario_file(path: str | Path) -> Scenario:
     """Import a user's Python file and return its ``SCENARIO``.
 
     Raises:
-        InputError: the file does not exist or defines no ``SCENARIO`` of type Scenario.
+        InputError: the file does not exist, does not import (``file:line: message`` for
+            a syntax error, a failed import or an exception at its top level), or defines
+            no ``SCENARIO`` of type Scenario.
     """
     source = Path(path).resolve()
     if not source.is_file():
@@ -57,7 +66,16 @@ def load_scenario_file(path: str | Path) -> Scenario:
         raise InputError(f"--scenario-file {str(path)!r}: cannot be imported as Python")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        sys.modules.pop(module_name, None)
+        raise InputError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
+    except Exception as error:
+        sys.modules.pop(module_name, None)
+        raise InputError(
+            f"{_where_in(source, error, path)}: {type(error).__name__}: {error}"
+        ) from None
     scenario = getattr(module, "SCENARIO", None)
     if not isinstance(scenario, Scenario):
         raise InputError(
@@ -89,6 +107,11 @@ class Cell:
     seed: int = 0
     scenario_file: str | None = None
     devices: int | None = None  # None: the worker's devices as they are (see harness.sharding)
+
+    @property
+    def key(self) -> tuple:
+        """Matches `Record.key` of the record that measured this cell."""
+        return (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
 
     @property
     def label(self) -> str:

@@ -10,12 +10,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +27,12 @@ from harness.interference import (
     load_average,
     sample_load,
 )
+from harness.processes import run_worker_process, stderr_tail
 from harness.registry import Cell, get_scenario
 from harness.sharding import environ_for
 from harness.timing import TimingConfig
+from harness.units import format_seconds
 from harness.worker import cell_spec
-
-STDERR_TAIL = 2000  # characters of a crashed worker's stderr kept in its record
 
 
 def _worker_command(*args: str) -> list[str]:
@@ -51,35 +49,36 @@ def _run_worker(
     """Run a worker; return (parsed output or None, error message or None). With
     ``load``, the machine's runnable tasks are sampled into it while the worker runs."""
     env = dict(environ if environ is not None else os.environ, PYTHONUNBUFFERED="1")
-    process = subprocess.Popen(
-        _worker_command(*args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-    with sample_load(process.pid, load) if load is not None else nullcontext():
-        try:
-            _, stderr = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            return None, f"timeout: the worker did not finish within {timeout_s:g} s"
-    if process.returncode != 0 or not out.exists():
-        tail = (stderr or "").strip()[-STDERR_TAIL:]
-        return None, f"worker exited with code {process.returncode}: {tail}"
+    sampling = (lambda pid: sample_load(pid, load)) if load is not None else None
+    finished = run_worker_process(_worker_command(*args), env, timeout_s, sampling)
+    error = finished.failure(timeout_s)
+    if error is None and not out.exists():
+        error = "worker exited without writing its result: " + (
+            stderr_tail(finished.stderr) or "(no stderr)"
+        )
+    if error is not None:
+        return None, error
     return json.loads(out.read_text(encoding="utf-8")), None
 
 
 def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
+    """The record of a cell whose worker died: what the cell was (strategy, size
+    parameters, work), so reports show it in its table, and how it died."""
     strategy = engine = "unknown"
+    size_params: dict[str, Any] = {}
+    work: dict[str, float] = {}
     try:
-        backend = get_scenario(cell.scenario, cell.scenario_file).backend(cell.backend)
+        scenario = get_scenario(cell.scenario, cell.scenario_file)
+        backend = scenario.backend(cell.backend)
         strategy, engine = str(backend.strategy), backend.engine
-    except HarnessError:
+        size = scenario.size(cell.size)
+        size_params, work = dict(size.params), dict(scenario.work(size, cell.dtype))
+    except Exception:  # the worker's error says what went wrong; keep what is known
         pass
     return Record(
+        size_params=size_params,
+        work=work,
+        devices=cell.devices,
         scenario=cell.scenario,
         backend=cell.backend,
         strategy=strategy,
@@ -150,7 +149,7 @@ def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
 def _describe(record: Record) -> str:
     disturbed = " (disturbed: " + "; ".join(record.interference.get("reasons", ())) + ")"
     if record.status == "ok" and "median" in record.stats:
-        median = f"ok, median {record.stats['median'] * 1e3:.3f} ms"
+        median = f"ok, median {format_seconds(record.stats['median'])}"
         return median + (disturbed if record.disturbed else "")
     if record.status == "ok":
         return "ok (checked and counted, not timed)"
@@ -194,11 +193,16 @@ def run_cells(
     environment: dict[str, Any] | None = None,
     probes: bool = True,
     run_one: Callable[..., Record] = measure_cell,
+    on_record: Callable[[Record], None] | None = None,
 ) -> list[Record]:
-    """Run every cell in order; return one record per cell."""
+    """Run every cell in order; return one record per cell. ``on_record(record)`` is
+    called as each cell finishes (the journal)."""
 
     def measure(cell: Cell) -> Record:
-        return run_one(cell, timing, timeout_s, environment, probes)
+        record = run_one(cell, timing, timeout_s, environment, probes)
+        if on_record is not None:
+            on_record(record)
+        return record
 
     if show_progress is None:
         show_progress = sys.stderr.isatty()

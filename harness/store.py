@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,33 +44,226 @@ class Run:
         }
 
 
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
-    """Write ``data`` as JSON to a temp file beside ``path``, then rename it into place.
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
-    A crash mid-write leaves any previous file at ``path`` untouched.
-    """
-    return write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as strict JSON (NaN and inf become null) via `write_text_atomic`."""
+    return write_text_atomic(path, json.dumps(_finite(data), indent=1, allow_nan=False) + "\n")
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write text to a temp file beside ``path``, then rename it into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    """Write text to ``path`` without ever leaving it half-written or replacing a
+    special file.
+
+    - a new path or a regular file: a temp file beside it, fsync, then rename into place
+      (a crash mid-write leaves the previous file untouched); a new file gets the
+      user's umask, a replaced one keeps its mode;
+    - a symlink: followed; its target is replaced the same way, the link kept;
+    - a character device (``/dev/null``) or a FIFO: written in place, never replaced;
+    - a directory, block device or socket: refused (`StoreError`, one line).
+    """
+    target = Path(os.path.realpath(path))  # follow symlinks: replace the target
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise StoreError(f"{path}: cannot write ({error.strerror})") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
+            try:
+                with open(target, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            except OSError as error:
+                raise StoreError(f"{path}: cannot write ({error.strerror})") from None
+            return target
+        raise StoreError(f"refusing to write {path}: it is {_kind(info.st_mode)}")
+    mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as error:
+        raise StoreError(f"{path}: cannot write ({error.strerror})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise StoreError(f"{path}: cannot write ({error.strerror})") from None
         raise
     return target
 
 
 def write_run(path: str | os.PathLike[str], run: Run) -> Path:
     return write_json_atomic(path, run.to_json())
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _non_negative(value: Any) -> bool:
+    return _is_number(value) and math.isfinite(value) and value >= 0
+
+
+# field -> (check, what it must be): every field of a stored record a report reads
+RECORD_FIELDS: dict[str, tuple[Any, str]] = {
+    **{
+        key: (lambda v: isinstance(v, str), "a string")
+        for key in ("scenario", "backend", "strategy", "engine", "size", "dtype", "status")
+    },
+    "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an int >= 0"),
+    "error": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    **{
+        key: (lambda v: isinstance(v, dict), "an object")
+        for key in (
+            "device",
+            "size_params",
+            "work",
+            "stats",
+            "counts",
+            "decomposition",
+            "extra",
+            "interference",
+        )
+    },
+    **{
+        key: (lambda v: v is None or _non_negative(v), "a finite number >= 0 or null")
+        for key in ("prepare_s", "first_call_s", "max_error", "wall_s")
+    },
+    "samples_s": (
+        lambda v: isinstance(v, list) and all(_non_negative(x) for x in v),
+        "a list of finite numbers >= 0",
+    ),
+    "x64": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
+    "devices": (
+        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+        "an int >= 1 or null",
+    ),
+}
+STATS_FIELDS = ("median", "q25", "q75", "iqr", "min", "max", "mean", "stddev", "total")
+
+
+def validate_record(raw: Mapping[str, Any]) -> None:
+    """Raise StoreError naming the first field of a stored record with a wrong type or
+    range (so a report never renders a string, NaN or negative time)."""
+    for key, value in raw.items():
+        check = RECORD_FIELDS.get(key)
+        if check is not None and not check[0](value):
+            raise StoreError(f"field {key!r} must be {check[1]}, got {value!r:.80}")
+    stats = raw.get("stats") or {}
+    for key in STATS_FIELDS:
+        if key in stats and not (stats[key] is None or _non_negative(stats[key])):
+            raise StoreError(
+                f"field 'stats.{key}' must be a finite number >= 0, got {stats[key]!r:.80}"
+            )
+    work = raw.get("work") or {}
+    for key, value in work.items():
+        if not _non_negative(value):
+            raise StoreError(f"field 'work.{key}' must be a finite number >= 0, got {value!r:.80}")
+
+
+def _string_or_none(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _mapping_of(check) -> Any:
+    return lambda value: isinstance(value, dict) and all(check(v) for v in value.values())
+
+
+def _count_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+# top-level field -> key -> (check, what it must be); keys absent are fine
+RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
+    "environment": {
+        **{
+            key: (_string_or_none, "a string or null")
+            for key in (
+                "timestamp",
+                "hostname",
+                "python",
+                "platform",
+                "device_kind",
+                "cpu_model",
+                "xla_flags",
+                "git_commit",
+            )
+        },
+        "versions": (_mapping_of(_string_or_none), "an object of version strings"),
+        "device_count": (_count_or_none, "an int >= 0 or null"),
+        "cpu_count": (_count_or_none, "an int >= 0 or null"),
+        "memory_bandwidth": (
+            lambda v: (
+                v is None
+                or (
+                    isinstance(v, dict)
+                    and all(x is None or _non_negative(x) for x in v.values())
+                    and (v.get("bytes_per_s") is None or v["bytes_per_s"] > 0)
+                )
+            ),
+            "an object of finite numbers >= 0 (bytes_per_s > 0) or null",
+        ),
+        "overheads": (
+            lambda v: (
+                v is None
+                or (
+                    isinstance(v, dict)
+                    and all(isinstance(x, str) or _non_negative(x) for x in v.values())
+                )
+            ),
+            "an object of finite numbers >= 0 or null",
+        ),
+    },
+    "invocation": {
+        "throughput_units": (_mapping_of(lambda v: isinstance(v, str)), "an object of strings"),
+        "baselines": (_mapping_of(_string_or_none), "an object of strings or nulls"),
+    },
+}
+
+
+def validate_run_fields(data: Mapping[str, Any]) -> None:
+    """Raise StoreError naming the first environment or invocation field of a results
+    file with a wrong type or range."""
+    for section, fields in RUN_FIELDS.items():
+        for key, (check, what) in fields.items():
+            if key in data[section] and not check(data[section][key]):
+                value = data[section][key]
+                raise StoreError(f"field '{section}.{key}' must be {what}, got {value!r:.80}")
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
@@ -99,11 +294,16 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     for key, kind in (("environment", dict), ("invocation", dict), ("records", list)):
         if not isinstance(data.get(key), kind):
             raise StoreError(f"{source}: field {key!r} missing or not a {kind.__name__}")
+    try:
+        validate_run_fields(data)
+    except StoreError as error:
+        raise StoreError(f"{source}: {error}") from None
     records = []
     for index, raw in enumerate(data["records"]):
         if not isinstance(raw, dict):
             raise StoreError(f"{source}: record {index} is not an object")
         try:
+            validate_record(raw)
             records.append(Record.from_json(raw))
         except (StoreError, TypeError, ValueError) as error:
             raise StoreError(f"{source}: record {index}: {error}") from None

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -79,6 +83,7 @@ def run_cell(
         "size": size.name,
         "dtype": cell.dtype,
         "seed": cell.seed,
+        "devices": cell.devices,
         "size_params": dict(size.params),
         "work": dict(scenario.work(size, cell.dtype)),
     }
@@ -168,7 +173,30 @@ def cell_spec(
     }
 
 
+def _exit_with_parent(folder: Path) -> None:
+    """Remove ``folder`` (this worker's temp folder) and exit when the parent asks
+    (SIGTERM: a Ctrl-C, a timeout) or dies (SIGTERM from the kernel, see
+    `harness.processes`; a watchdog thread also notices being re-parented)."""
+    parent = os.getppid()
+
+    def clean_and_exit(*_: object) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, clean_and_exit)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                clean_and_exit()
+
+    threading.Thread(target=watch, name="scanbench-parent-watch", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[-1] and Path(argv[-1]).parent.name.startswith("scanbench-"):
+        _exit_with_parent(Path(argv[-1]).parent)
     if len(argv) == 3 and argv[0] == "cell":
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
         record = run_cell(

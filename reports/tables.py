@@ -12,33 +12,12 @@ from collections.abc import Iterator, Sequence
 import pandas as pd
 
 from harness.store import Run
+from harness.units import format_seconds, number
 from reports.frame import GROUP
 
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def format_seconds(value: float | None) -> str:
-    """A duration with 3 significant digits in s, ms or us."""
-    if _missing(value):
-        return "-"
-    if value == 0:
-        return "0"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value * 1e9:.3g} ns"
-
-
-def number(value: float | None) -> str:
-    """3 significant digits with an SI suffix: 0.512, 42.1, 250 k, 1.32 M."""
-    if _missing(value):
-        return "-"
-    for scale, suffix in ((1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g}{suffix}"
-    return f"{value:.3g}"
 
 
 def _ratio(value: float | None) -> str:
@@ -232,4 +211,4 @@ def at_a_glance(frame: pd.DataFrame) -> pd.DataFrame:
                 "disturbed": int(ok["disturbed"].astype(bool).sum()),
             }
         )
-    return pd.DataFrame(rows).fillna("-") if rows else pd.DataFrame()
+    return pd.DataFrame(rows).astype(object).fillna("-") if rows else pd.DataFrame()

@@ -53,8 +53,9 @@ def test_each_kind_of_interference_is_named():
     faster = quiet(probe_after_s=0.005 / (PROBE_DRIFT + 0.1))
     assert faster.disturbed
     crowded = quiet(samples=LoadSamples([3, 4, 3], [2, 3, 2]))
-    assert "3.3 runnable tasks on average for 2 cores (2.3 of them not this cell's)" in (
-        crowded.reasons[0]
+    assert (
+        "3.3 runnable tasks on average for 2 cores (2.3 of them not this cell's)"
+        in (crowded.reasons[0])
     )
     stolen = quiet(steal=((1000, 0), (2000, 100)))
     assert stolen.reasons == ("10% of CPU time stolen by the hypervisor",)

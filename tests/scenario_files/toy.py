@@ -6,6 +6,7 @@ It is written against the public API only, as a user's own scenario file would b
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import numpy as np
@@ -41,6 +42,13 @@ def _backend(name, run, **kwargs):
 
 def _crash(x):
     os._exit(3)
+
+
+def _segfault(x):
+    import signal
+
+    print("about to crash", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
 
 
 def _hang(x):
@@ -122,6 +130,7 @@ SCENARIO = Scenario(
         "jax-async": _jax_async(),
         "crash": _backend("crash", _crash),
         "hang": _backend("hang", _hang),
+        "segfault": _backend("segfault", _segfault),
         "default-only": _backend(
             "default-only", lambda x: 2.0 * x, sizes=frozenset({"default"}), skip_reason="slow"
         ),

@@ -1,0 +1,41 @@
+"""SIGINT and SIGTERM as an exception, so a run stops cleanly and keeps what it finished."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from harness.api import HarnessError
+
+
+class Interrupted(HarnessError):
+    """The user (Ctrl-C: SIGINT) or the system (SIGTERM) stopped the run."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+
+    @property
+    def exit_code(self) -> int:
+        """130 for SIGINT, 143 for SIGTERM (128 + the signal number, as shells do)."""
+        return 128 + self.signum
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise `Interrupted` in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

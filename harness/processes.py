@@ -1,0 +1,115 @@
+"""Worker processes: started so that they never outlive the run, stopped on every exit
+path, and their failures described by name.
+
+- On Linux a worker asks the kernel for SIGTERM when its parent dies
+  (``prctl(PR_SET_PDEATHSIG)``, set between fork and exec), so a SIGKILLed ``scanbench
+  run`` takes its worker with it; the worker then removes its temp folder
+  (`harness.worker` handles SIGTERM and also watches its parent).
+- A timeout, a Ctrl-C or any exception in the parent kills the worker and waits for it.
+- A crash is described as "killed by SIGSEGV" (a negative return code by its signal's
+  name) plus the last lines of the worker's stderr.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext, suppress
+
+STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def exit_description(returncode: int) -> str:
+    """ "exited with code 3" or "killed by SIGSEGV (signal 11)"."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"killed by {name} (signal {-returncode})"
+    return f"exited with code {returncode}"
+
+
+def stderr_tail(stderr: str, lines: int = STDERR_LINES) -> str:
+    kept = [line for line in (stderr or "").strip().splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """How a worker ended: its return code (None on timeout) and stderr."""
+
+    returncode: int | None
+    stderr: str
+    timed_out: bool = False
+
+    def failure(self, timeout_s: float) -> str | None:
+        """A one-paragraph description of a failure, None for a clean exit."""
+        if self.timed_out:
+            return f"timeout: the worker did not finish within {timeout_s:g} s"
+        if self.returncode == 0:
+            return None
+        tail = stderr_tail(self.stderr)
+        message = f"worker {exit_description(self.returncode)}"
+        return f"{message}; its stderr ends with:\n{tail}" if tail else message
+
+
+def run_worker_process(
+    command: list[str],
+    environ: dict[str, str],
+    timeout_s: float,
+    while_running: Callable[[int], AbstractContextManager] | None = None,
+) -> Finished:
+    """Run ``command`` to completion (or its timeout); the child dies with this process
+    and is killed if anything (a timeout, Ctrl-C, SIGTERM) stops the wait.
+
+    Args:
+        while_running: ``while_running(pid)`` -> a context manager held while the
+            process runs (e.g. sampling the machine's load).
+    """
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent if os.name == "posix" else None,
+    )
+    context = while_running(process.pid) if while_running else nullcontext()
+    try:
+        with context:
+            _, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        return Finished(None, "", timed_out=True)
+    except BaseException:
+        stop(process)
+        raise
+    return Finished(process.returncode, stderr or "")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM (the worker cleans its temp folder), then SIGKILL after 5 s; reap it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.communicate(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            process.kill()
+    with suppress(subprocess.TimeoutExpired, ValueError, OSError):
+        process.communicate(timeout=30)
