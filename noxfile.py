@@ -35,18 +35,31 @@ def _summary(session: nox.Session, markdown: str) -> None:
         session.log(f"appended {markdown} to $GITHUB_STEP_SUMMARY")
 
 
+BENCH_DEFAULTS = {"--size": "smoke,default", "--min-count": "3"}
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Every scenario on every backend at `smoke` and `default` sizes.
 
     Writes results/bench-<time>.json and its reports results/bench-<time>.md and .html.
-    Extra arguments go to `scanbench run`, e.g. `nox -s bench -- --size smoke`.
+    Extra arguments go to `scanbench run` and override only the defaults they name, e.g.
+    `nox -s bench -- --size smoke` (still --min-count 3); an interrupted bench continues
+    with `nox -s bench -- --resume results/bench-<time>.json`.
     """
     session.install("-e", ".")
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out, md, html = (f"results/bench-{stamp}.{ext}" for ext in ("json", "md", "html"))
-    args = list(session.posargs) or ["--size", "smoke,default", "--min-count", "3"]
-    session.run("scanbench", "run", *args, "--out", out, "--md", md, "--html", html)
+    args = list(session.posargs)
+    if "--resume" in args:  # an interrupted bench: its stored settings, its file names
+        out = args[args.index("--resume") + 1]
+        md, html = (str(pathlib.Path(out).with_suffix(ext)) for ext in (".md", ".html"))
+        session.run("scanbench", "run", *args, "--md", md, "--html", html)
+    else:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out, md, html = (f"results/bench-{stamp}.{ext}" for ext in ("json", "md", "html"))
+        for option, value in BENCH_DEFAULTS.items():  # kept unless given after --
+            if option not in args and not any(a.startswith(option + "=") for a in args):
+                args += [option, value]
+        session.run("scanbench", "run", *args, "--out", out, "--md", md, "--html", html)
     session.log(f"results: {out}\nmarkdown report: {md}\nHTML report: {html}")
     _summary(session, md)
 

@@ -148,10 +148,11 @@ class Scenario:
         dtypes: the dtypes this scenario supports; the first is the default.
         describe_output: optional ``describe_output(output) -> dict`` stored with each
             record (e.g. the best fitness per generation and the tuned parameters).
-        counting_size: optional ``counting_size(size) -> (smaller_size, scale)``: the
-            counting passes (whose traces grow with every event) run on the smaller size,
-            and ``scale`` converts its counts to one call at ``size`` (e.g. one generation
-            of G: scale G). Counts stay exact per unit; per call they are scaled.
+        count_along: optional name of an integer size parameter along which the work
+            repeats (MPPI: ``generations``). The counting passes (whose traces grow with
+            every event) then run with it at 2, 3 and 4, and each count is extrapolated
+            exactly as fixed + per unit x n, the third point checking the line
+            (`harness.linear_counts`); a count that is not linear gets no number.
         baseline: the backend that reports give speedups against; default: the backend
             named ``sequential``, else the first backend whose strategy is ``sequential``.
     """
@@ -167,7 +168,7 @@ class Scenario:
     throughput_unit: str
     dtypes: tuple[str, ...] = ("float64", "float32")
     describe_output: Callable[[Any], Mapping[str, Any]] | None = None
-    counting_size: Callable[[Size], tuple[Size, float]] | None = None
+    count_along: str | None = None
     baseline: str | None = None
 
     def __post_init__(self) -> None:
@@ -179,6 +180,14 @@ class Scenario:
                 raise InputError(f"backend registered as {key!r} is named {backend.name!r}")
         if self.baseline is not None and self.baseline not in self.backends:
             raise UnknownNameError("baseline", self.baseline, list(self.backends), self.name)
+        if self.count_along is not None:
+            for size in self.sizes.values():
+                value = size.params.get(self.count_along)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise InputError(
+                        f"scenario {self.name!r}: count_along={self.count_along!r} must name "
+                        f"an integer size parameter >= 1; size {size.name!r} has {value!r}"
+                    )
         unknown = set(self.dtypes) - set(DTYPES)
         if unknown:
             raise UnknownNameError("dtype", sorted(unknown)[0], DTYPES, self.name)

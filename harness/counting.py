@@ -47,18 +47,23 @@ def counts_per_call(
     dtype: str,
     device: dict[str, Any],
 ) -> dict[str, Any]:
-    """`count_cell` at ``size``, or at the scenario's smaller counting size with the
-    ``scale`` that converts those counts to one call at ``size``."""
-    from harness.timing import time_call
+    """`count_cell` of one call at ``size``; for a scenario with ``count_along`` (and that
+    parameter above 4), counted with it at 2, 3 and 4 and extrapolated exactly
+    (`harness.linear_counts`)."""
+    from harness.linear_counts import POINTS, linear_counts
+    from harness.timing import call_and_wait
 
-    if scenario.counting_size is None:
+    along = scenario.count_along
+    n = size[along] if along else None
+    if along is None or not isinstance(n, int) or n <= max(POINTS):
         return {**count_cell(backend, prepared, device["platform"]), "scale": 1.0}
-    small, scale = scenario.counting_size(size)
-    inputs = scenario.make_inputs(small, seed, dtype)
-    small_prepared = backend.prepare(inputs, small)
-    time_call(backend.run, small_prepared)  # warm: compile-on-first-call paths
-    counts = count_cell(backend, small_prepared, device["platform"])
-    return {**counts, "scale": float(scale), "counted_at": dict(small.params)}
+    points = []
+    for units in POINTS:
+        small = Size(f"{size.name}-{along}-{units}", {**size.params, along: units})
+        small_prepared = backend.prepare(scenario.make_inputs(small, seed, dtype), small)
+        call_and_wait(backend.run, small_prepared)  # warm: compile-on-first-call paths
+        points.append(count_cell(backend, small_prepared, device["platform"]))
+    return {**linear_counts(points, along, n), "scale": 1.0}
 
 
 def count_cell(
@@ -102,8 +107,9 @@ GATED_COUNTS = ("dispatches", "kernels", "launch_equivalent", "h2d")
 def per_call_counts(counts: dict[str, Any]) -> dict[str, float | None]:
     """The stored counts of a record scaled to one call at the record's size.
 
-    Counts may have been taken over several calls (``calls``) or on a smaller size
-    (``scale``, see `Scenario.counting_size`); None where a probe did not produce the number.
+    Counts may have been taken over several calls (``calls``) or, in results stored before
+    `harness.linear_counts`, on a smaller size (``scale``); None where a probe did not
+    produce the number (or the count was not linear along the scenario's ``count_along``).
     Keys: dispatches, executions, kernels (trace), kernels_static, launch_equivalent
     (static), h2d, h2d_bytes, h2d_unknown, d2h, d2h_bytes, compiles and traces (inside
     the call: retracing / recompilation).

@@ -14,6 +14,7 @@
     floor_s = 10e-6              # --against: differences below 10 us never fail
     seed = 0
     pin_workers = true           # --against/--aa: both sides' workers on the same one CPU
+    worker_pairs = 2             # ... k workers per side, blocks shared round robin
 
     [[invariant]]                # within one run: `slower` takes >= factor x `faster`
                                  # (or, with `within = N` instead: at most N x)
@@ -57,6 +58,7 @@ SETTINGS = {
     "floor_s": 10e-6,
     "seed": 0,
     "pin_workers": True,
+    "worker_pairs": 2,
 }
 BREAKDOWNS = ("dispatches_by_function", "kernels_by_op", "launch_by_executable")
 
@@ -183,7 +185,7 @@ def load_gates(path: str | Path) -> Gates:
     types = {key: type(value) for key, value in SETTINGS.items()}
     types["confidence"] = types["delta"] = types["floor_s"] = types["block_time_s"] = float
     settings = {**SETTINGS, **_table(data.get("settings", {}), f"{path} [settings]", {}, types)}
-    for key in ("blocks", "samples_per_block", "delta"):
+    for key in ("blocks", "samples_per_block", "delta", "worker_pairs"):
         _positive(settings[key], f"{path} [settings] {key}")
     for key in ("confidence", "floor_s", "block_time_s"):
         if not math.isfinite(settings[key]):

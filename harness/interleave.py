@@ -157,6 +157,12 @@ def samples_per_block(settings: Mapping, call_s: float) -> int:
     return max(int(settings["samples_per_block"]), min(int(np.ceil(wanted)), 10_000))
 
 
+def _round_robin(workers: Sequence[ServedCell]) -> Callable[[int], list[float]]:
+    """A sampler whose n-th call is served by worker n mod len(workers)."""
+    calls = iter(range(10**12))
+    return lambda count: workers[next(calls) % len(workers)].samples(count)
+
+
 def measure_pair(
     rule: BaselineRule,
     sides: Mapping[str, Side],
@@ -165,17 +171,25 @@ def measure_pair(
     timeout_s: float,
     scenario_file: str | None = None,
 ) -> PairedDecision:
-    """Fresh workers for both sides, interleaved blocks, one paired decision."""
+    """Fresh workers for both sides, interleaved blocks, one paired decision.
+
+    With ``worker_pairs`` = k, each side runs k workers, started in alternating order
+    (baseline first for even pairs, candidate first for odd ones), and block b is taken
+    by pair b mod k: a per-process speed offset (one process a few percent faster than
+    an identical one, seen up to 8% between JAX workers) averages out instead of
+    deciding the comparison."""
     cpus = worker_cpus(settings.get("pin_workers", True))
+    pairs = int(settings.get("worker_pairs", 1))
     with contextlib.ExitStack() as stack:
-        workers = {
-            side: stack.enter_context(ServedCell(rule, sides[side], timeout_s, scenario_file, cpus))
-            for side in SIDES
-        }
+        workers: dict[str, list[ServedCell]] = {side: [] for side in SIDES}
+        for pair in range(pairs):
+            for side in SIDES if pair % 2 == 0 else SIDES[::-1]:
+                worker = ServedCell(rule, sides[side], timeout_s, scenario_file, cpus)
+                workers[side].append(stack.enter_context(worker))
         blocks = interleaved_blocks(
-            {side: worker.samples for side, worker in workers.items()},
+            {side: _round_robin(workers[side]) for side in SIDES},
             settings["blocks"],
-            samples_per_block(settings, workers["baseline"].call_s),
+            samples_per_block(settings, workers["baseline"][0].call_s),
             seed,
         )
     return paired_decision(

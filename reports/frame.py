@@ -69,6 +69,12 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
             fraction = 0.0 if decomposition.get("compile_measured") else None
         row[f"{part}_pct"] = None if fraction is None else 100.0 * fraction
     row["overlap"] = bool(decomposition.get("overlap"))
+    linear = counts.get("linear") or {}
+    model = linear.get("model") or {}
+    row["linear_along"] = linear.get("along")
+    row["linear_n"] = linear.get("n")
+    row["linear_dispatches"] = model.get("trace.dispatches")
+    row["linear_h2d"] = model.get("transfers.h2d")
     return row
 
 

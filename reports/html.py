@@ -27,6 +27,7 @@ from reports.tables import (
     counts_table,
     disturbed_notes,
     environment_lines,
+    linear_notes,
     problems,
     tables,
     timing_table,
@@ -107,6 +108,7 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
                 if group_ok["dispatches"].notna().any():
                     out.append("<p>Where the time goes (per call):</p>")
                     out.append(_table(counts_table(group_ok)))
+                    out += [f"<p>{_esc(note)}</p>" for note in linear_notes(group_ok)]
                     out += _figure(plots.decomposition_bars(group_ok, title))
             failed = problems(group)
             if failed:

@@ -15,6 +15,7 @@ from reports.tables import (
     disturbed_notes,
     environment_lines,
     format_seconds,
+    linear_notes,
     problems,
     tables,
     timing_table,
@@ -46,6 +47,7 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
             if ok["dispatches"].notna().any():
                 out += ["Where the time goes (per call):", ""]
                 out += [counts_table(ok).to_markdown(index=False, disable_numparse=True), ""]
+                out += [*(f"{note}\n" for note in linear_notes(ok))]
         failed = problems(group)
         out += [f"- **{backend}** {status}: {error}" for backend, status, error in failed]
         if failed:

@@ -136,6 +136,24 @@ def counts_table(ok: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def linear_notes(ok: pd.DataFrame) -> list[str]:
+    """How counts were made exact at this size: "counted at generations = 2, 3, 4 and
+    extrapolated to 20: dispatches = fixed + per generation x 20 (scanned: 1 + 0 x 20)"."""
+    rows = ok[ok["linear_along"].notna()] if "linear_along" in ok else ok.iloc[0:0]
+    if rows.empty:
+        return []
+    along, n = rows["linear_along"].iloc[0], int(rows["linear_n"].iloc[0])
+    parts = []
+    for row in rows.itertuples():
+        for label, model in (("dispatches", row.linear_dispatches), ("H2D", row.linear_h2d)):
+            if isinstance(model, list | tuple) and len(model) == 2:
+                parts.append(f"{row.backend} {label} {_count(model[0])} + {_count(model[1])} x {n}")
+    return [
+        f"Counted at {along} = 2, 3, 4 and extrapolated exactly to {n} "
+        f"(count = fixed + per unit x {along}): " + "; ".join(parts)
+    ]
+
+
 def problems(group: pd.DataFrame) -> list[tuple[str, str, str]]:
     """(backend, status, first line of the error) per failed or skipped cell."""
     return [

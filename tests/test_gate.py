@@ -271,3 +271,20 @@ def test_counts_file_round_trip_keeps_breakdowns(tmp_path):
     assert rule.kernels_by_op == expected["kernels_by_op"]
     assert rule.launch_by_executable == expected["launch_by_executable"]
     assert rule.limits == {key: expected[key] for key in rule.limits}
+
+
+def test_blocks_are_shared_round_robin_between_worker_pairs():
+    from harness.interleave import _round_robin
+
+    class Fake:
+        def __init__(self, name):
+            self.name, self.calls = name, 0
+
+        def samples(self, count):
+            self.calls += 1
+            return [self.name] * count
+
+    workers = [Fake(0.1), Fake(0.2)]
+    sampler = _round_robin(workers)
+    assert [sampler(2) for _ in range(4)] == [[0.1, 0.1], [0.2, 0.2]] * 2
+    assert [w.calls for w in workers] == [2, 2]

@@ -7,7 +7,7 @@ explicitly in ``backends()``; the dict keys are the CLI names.
 
 from __future__ import annotations
 
-from harness.api import Backend, Scenario, Size
+from harness.api import Backend, Scenario
 from scenarios.mppi_tuning.cma_loops import library_backend, numba_backend
 from scenarios.mppi_tuning.jax_loops import scanned_backend, sequential_backend, vmapped_backend
 from scenarios.mppi_tuning.problem import check, make_inputs, reference, sizes, work
@@ -54,17 +54,8 @@ def make_scenario(name: str, system: str, description: str) -> Scenario:
         throughput_unit="candidate_evaluations",
         dtypes=("float32",),
         describe_output=describe,
-        counting_size=one_generation,
+        count_along="generations",
     )
-
-
-def one_generation(size: Size) -> tuple[Size, float]:
-    """Counts are made on one generation (a default-size sequential run is ~10^7 trace
-    events) and scaled by G to one call: the loops are identical across generations."""
-    params = dict(size.params)
-    generations = params["generations"]
-    params["generations"] = 1
-    return Size(f"{size.name}-1gen", params, "one generation, for counting"), generations
 
 
 SCENARIO = make_scenario(
