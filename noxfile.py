@@ -20,7 +20,7 @@ nox.options.reuse_existing_virtualenvs = True
 def tests(session: nox.Session) -> None:
     """Unit and integration tests at `smoke` sizes (pytest)."""
     session.install("-e", ".[dev]")
-    session.run("pytest", *(session.posargs or ["-q"]))
+    session.run("pytest", *(session.posargs or ["-q", "-n", "2"]))
 
 
 def _summary(session: nox.Session, markdown: str) -> None:
@@ -35,7 +35,7 @@ def _summary(session: nox.Session, markdown: str) -> None:
         session.log(f"appended {markdown} to $GITHUB_STEP_SUMMARY")
 
 
-BENCH_DEFAULTS = {"--size": "smoke,default", "--min-count": "3"}
+BENCH_DEFAULTS = {"--size": "smoke,default"}
 
 
 @nox.session
@@ -44,7 +44,7 @@ def bench(session: nox.Session) -> None:
 
     Writes results/bench-<time>.json and its reports results/bench-<time>.md and .html.
     Extra arguments go to `scanbench run` and override only the defaults they name, e.g.
-    `nox -s bench -- --size smoke` (still --min-count 3); an interrupted bench continues
+    `nox -s bench -- --size smoke` (still every scenario); an interrupted bench continues
     with `nox -s bench -- --resume results/bench-<time>.json`.
     """
     session.install("-e", ".")

@@ -113,6 +113,13 @@ class Backend:
         estimate: optional ``estimate(inputs, size) -> {"estimated_s": ...}``: a partial
             run extrapolated to a whole one, stored with a *skipped* record so a backend
             too slow for a size is reported with its expected cost, not dropped.
+        reducible_to: for a costly backend (an eager or Python loop) of a scenario with
+            ``count_along``: at sizes with more units than this, the cell is first checked
+            and timed with ``count_along`` at this many units; when the whole call would
+            then exceed the time budget (first reduced call x work ratio > ``--max-time``),
+            the cell is measured on that part of the work and its times scaled by the
+            ratio, stored as measured-and-scaled (``Record.sampling["scaled"]``, "≈" in
+            the reports), never silently.
     """
 
     name: str
@@ -126,6 +133,16 @@ class Backend:
     skip_reason: str = ""
     executables: Callable[[Any], Mapping[str, tuple[Any, int]]] | None = None
     estimate: Callable[[Any, Size], Mapping[str, float]] | None = None
+    reducible_to: int | None = None
+
+    def __post_init__(self) -> None:
+        units = self.reducible_to
+        if units is not None and (
+            not isinstance(units, int) or isinstance(units, bool) or units < 1
+        ):
+            raise InputError(
+                f"backend {self.name!r}: reducible_to must be an int >= 1, got {units!r}"
+            )
 
     def runs_at(self, size_name: str) -> bool:
         return self.sizes is None or size_name in self.sizes
@@ -244,6 +261,7 @@ class Record:
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     interference: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     devices: int | None = None  # the cell's requested device count (--devices), if any
+    sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # how it was timed
 
     @property
     def key(self) -> tuple:

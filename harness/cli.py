@@ -87,16 +87,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="input seed, 0 .. 2**32 - 1 (default 0)",
     )
     run.add_argument(
+        "--max-time",
+        type=_positive(float, "--max-time"),
+        default=3.0,
+        help="time budget of a cell's timed samples, seconds (default 3): sampling stops "
+        "when it is spent, or earlier once the median is known to --target-width",
+    )
+    run.add_argument(
+        "--target-width",
+        type=_number(float, "--target-width", 0, low_open=False),
+        default=0.02,
+        help="stop sampling once the 95%% interval of the median is this narrow, relative "
+        "to the median (default 0.02 = 2%%)",
+    )
+    run.add_argument(
         "--min-time",
-        type=_positive(float, "--min-time"),
-        default=1.0,
-        help="minimum total timed seconds per cell (default 1.0)",
+        type=_number(float, "--min-time", 0, low_open=False),
+        default=0.1,
+        help="minimum total timed seconds per cell (default 0.1)",
     )
     run.add_argument(
         "--min-count",
         type=_positive(int, "--min-count"),
-        default=5,
-        help="minimum timed calls per cell (default 5)",
+        default=3,
+        help="minimum timed calls per cell, unless one call exceeds --max-time (default 3)",
     )
     run.add_argument(
         "--warmup",
@@ -263,7 +277,13 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
         )
         for devices in device_counts
     ]
-    timing = TimingConfig(warmup=args.warmup, min_time_s=args.min_time, min_count=args.min_count)
+    timing = TimingConfig(
+        warmup=args.warmup,
+        min_time_s=args.min_time,
+        min_count=args.min_count,
+        max_time_s=args.max_time,
+        target_width=args.target_width,
+    )
     plan = Plan(tuple(cells), timing, args.timeout, not args.no_probes)
     scenarios = {cell.scenario: get_scenario(cell.scenario, cell.scenario_file) for cell in cells}
     invocation = {

@@ -159,6 +159,7 @@ def loop_backend(
     estimate: Callable[[Any, Size], Mapping[str, float]] | None = None,
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
+    reducible_to: int | None = None,
 ) -> Backend:
     """A host-driven loop: ``run(prepared)`` calls jitted functions (or another library)
     from Python; it is wrapped to return only when its whole output is ready.
@@ -168,6 +169,8 @@ def loop_backend(
             the static HLO estimate.
         estimate: ``estimate(inputs, size) -> {"estimated_s": ...}`` for the sizes it
             does not run at (see `harness.api.Backend`).
+        reducible_to: measured on this many units of the scenario's ``count_along`` and
+            scaled when a whole call would exceed the time budget (`harness.api.Backend`).
         (the others as in `compiled_backend`.)
     """
     return Backend(
@@ -182,6 +185,7 @@ def loop_backend(
         skip_reason=skip_reason,
         executables=executables,
         estimate=estimate,
+        reducible_to=reducible_to,
     )
 
 

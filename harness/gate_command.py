@@ -26,7 +26,7 @@ from harness.registry import SCENARIOS, Cell, get_scenario
 from harness.store import write_text_atomic
 from harness.timing import TimingConfig
 
-INVARIANT_TIMING = TimingConfig(warmup=1, min_time_s=1.0, min_count=20)
+INVARIANT_TIMING = TimingConfig(warmup=1, min_time_s=1.0, min_count=20, max_time_s=2.0)
 COUNT_HEADER = (
     "# Per-call count expectations of `scanbench gate` (written by --update-counts;\n"
     "# review its diff like code). A count above its expectation fails the gate.\n"
@@ -38,7 +38,7 @@ def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
     counts only otherwise."""
     from harness.runner import run_cell_in_worker, run_cells
 
-    def run_one(cell, timing, timeout, environment, probes):
+    def run_one(cell, timing, timeout, environment, probes, **_):
         return run_cell_in_worker(cell, timing, timeout, True, counts_only=not cells[cell])
 
     return run_cells(list(cells), INVARIANT_TIMING, timeout_s, run_one=run_one)

@@ -16,9 +16,12 @@ import ctypes
 import ctypes.util
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
 
@@ -113,3 +116,31 @@ def stop(process: subprocess.Popen) -> None:
             process.kill()
     with suppress(subprocess.TimeoutExpired, ValueError, OSError):
         process.communicate(timeout=30)
+
+
+def exit_with_parent(argv: list[str]) -> None:
+    """In a worker (``argv`` ends with its output path in a ``scanbench-*`` temp folder):
+    remove that folder and exit when the parent asks (SIGTERM: a Ctrl-C, a timeout) or
+    dies (SIGTERM from the kernel, see `_die_with_parent`; a watchdog thread also notices
+    being re-parented). Called before the worker's heavy imports, so that a SIGTERM
+    during them cleans up too; it imports nothing heavy itself."""
+    if not argv or not argv[-1]:
+        return
+    folder = os.path.dirname(os.path.abspath(argv[-1]))
+    if not os.path.basename(folder).startswith("scanbench-"):
+        return
+    parent = os.getppid()
+
+    def clean_and_exit(*_: object) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, clean_and_exit)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                clean_and_exit()
+
+    threading.Thread(target=watch, name="scanbench-parent-watch", daemon=True).start()

@@ -7,6 +7,7 @@ otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Any
 
 from harness.api import HarnessError, Record
 from harness.decomposition import decompose
+from harness.heartbeat import PROGRESS_FILE, heartbeat
 from harness.interference import (
     LoadSamples,
     assess,
@@ -31,7 +33,7 @@ from harness.processes import run_worker_process, stderr_tail
 from harness.registry import Cell, get_scenario
 from harness.sharding import environ_for
 from harness.timing import TimingConfig
-from harness.units import format_seconds
+from harness.units import format_duration, format_seconds
 from harness.worker import cell_spec
 
 
@@ -45,12 +47,23 @@ def _run_worker(
     timeout_s: float,
     environ: dict[str, str] | None = None,
     load: LoadSamples | None = None,
+    beat: tuple[str, Callable[[str], None]] | None = None,
 ) -> tuple[Any, str | None]:
     """Run a worker; return (parsed output or None, error message or None). With
-    ``load``, the machine's runnable tasks are sampled into it while the worker runs."""
+    ``load``, the machine's runnable tasks are sampled into it while the worker runs;
+    with ``beat = (label, emit)``, a heartbeat line is emitted every 30 s."""
     env = dict(environ if environ is not None else os.environ, PYTHONUNBUFFERED="1")
-    sampling = (lambda pid: sample_load(pid, load)) if load is not None else None
-    finished = run_worker_process(_worker_command(*args), env, timeout_s, sampling)
+
+    @contextlib.contextmanager
+    def while_running(pid: int):
+        with contextlib.ExitStack() as stack:
+            if load is not None:
+                stack.enter_context(sample_load(pid, load))
+            if beat is not None:
+                stack.enter_context(heartbeat(beat[0], out.parent / PROGRESS_FILE, beat[1]))
+            yield
+
+    finished = run_worker_process(_worker_command(*args), env, timeout_s, while_running)
     error = finished.failure(timeout_s)
     if error is None and not out.exists():
         error = "worker exited without writing its result: " + (
@@ -99,8 +112,10 @@ def run_cell_in_worker(
     probes: bool = True,
     counts_only: bool = False,
     environ: dict[str, str] | None = None,
+    emit: Callable[[str], None] | None = None,
 ) -> Record:
-    """One cell in a fresh process; never raises for a failure of the cell itself."""
+    """One cell in a fresh process; never raises for a failure of the cell itself.
+    ``emit`` receives a heartbeat line every 30 s while it runs."""
     started = time.perf_counter()
     environ = environ_for(cell.devices, os.environ if environ is None else environ)
     load = LoadSamples()
@@ -109,7 +124,10 @@ def run_cell_in_worker(
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
         spec.write_text(json.dumps(cell_spec(cell, timing, probes, counts_only)), encoding="utf-8")
-        data, error = _run_worker(["cell", str(spec), str(out)], out, timeout_s, environ, load)
+        beat = (cell.label, emit) if emit is not None else None
+        data, error = _run_worker(
+            ["cell", str(spec), str(out)], out, timeout_s, environ, load, beat
+        )
     interference = assess(
         probe_before,
         calibration_probe(),
@@ -162,13 +180,14 @@ def measure_cell(
     timeout_s: float,
     environment: dict[str, Any] | None = None,
     probes: bool = True,
+    emit: Callable[[str], None] | None = None,
 ) -> Record:
     """A cell in a worker, plus its time decomposition from the run's unit costs.
 
     On a GPU, JAX cells are profiled a second time in a counts-only worker with command
     buffers kept on while profiling (``counts["gpu_command_buffers"]``).
     """
-    record = run_cell_in_worker(cell, timing, timeout_s, probes)
+    record = run_cell_in_worker(cell, timing, timeout_s, probes, emit=emit)
     if record.status != "ok" or not probes:
         return record
     environment = environment or {}
@@ -198,15 +217,20 @@ def run_cells(
     """Run every cell in order; return one record per cell. ``on_record(record)`` is
     called as each cell finishes (the journal)."""
 
-    def measure(cell: Cell) -> Record:
-        record = run_one(cell, timing, timeout_s, environment, probes)
+    def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
+        cell_started = time.perf_counter()
+        record = run_one(cell, timing, timeout_s, environment, probes, emit=emit)
         if on_record is not None:
             on_record(record)
+        walls.append(time.perf_counter() - cell_started)
         return record
+
+    walls: list[float] = []  # per cell, as the runner saw it (worker start-up included)
 
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     records: list[Record] = []
+    started = time.perf_counter()
     if show_progress:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -217,13 +241,32 @@ def run_cells(
             task = progress.add_task("starting", total=len(cells))
             for cell in cells:
                 progress.update(task, description=cell.label)
-                record = measure(cell)
-                console.print(f"{cell.label}: {_describe(record)}")
+                record = measure(cell, console.print)
                 records.append(record)
+                console.print(
+                    f"{cell.label}: {_describe(record)}{_eta(walls, len(cells), started)}"
+                )
                 progress.advance(task)
         return records
+
+    def emit(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     for index, cell in enumerate(cells, 1):
-        record = measure(cell)
-        print(f"[{index}/{len(cells)}] {cell.label}: {_describe(record)}", file=sys.stderr)
+        emit(f"[{index}/{len(cells)}] {cell.label}: running")
+        record = measure(cell, emit)
         records.append(record)
+        eta = _eta(walls, len(cells), started)
+        emit(f"[{index}/{len(cells)}] {cell.label}: {_describe(record)}{eta}")
     return records
+
+
+def _eta(walls: Sequence[float], total: int, started: float) -> str:
+    """ "(cell 12.3 s; run 1 min 05 s, about 3 min 10 s left)": the estimate is the mean
+    wall time of the finished cells times the cells left, so it is rough."""
+    elapsed = time.perf_counter() - started
+    left = total - len(walls)
+    text = f" (cell {format_duration(walls[-1])}; run {format_duration(elapsed)}"
+    if left:
+        text += f", about {format_duration(elapsed / len(walls) * left)} left"
+    return text + ")"

@@ -158,6 +158,7 @@ RECORD_FIELDS: dict[str, tuple[Any, str]] = {
             "decomposition",
             "extra",
             "interference",
+            "sampling",
         )
     },
     **{

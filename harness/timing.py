@@ -16,9 +16,12 @@ candidate's copy by path inside a baseline checkout.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from harness.api import InputError
 
@@ -43,21 +46,34 @@ def call_and_wait(
 
 @dataclasses.dataclass(frozen=True)
 class TimingConfig:
-    """How long and how often to repeat a call.
+    """How long and how often to repeat a call (adaptive sampling, as pyperf/criterion).
+
+    Sampling stops once the ``confidence`` interval of the median is narrower than
+    ``target_width`` (relative to the median), or when the samples add up to
+    ``max_time_s`` (the per-cell budget), whichever comes first; never before
+    ``min_count`` samples and ``min_time_s`` seconds, unless one call alone exceeds the
+    budget (then one sample: "n=1, no interval").
 
     Attributes:
-        warmup: untimed calls after the first (checked) call.
-        min_time_s: keep repeating until the samples add up to at least this.
-        min_count: and until there are at least this many samples.
+        warmup: untimed calls after the first (checked) call; skipped when that first call
+            took more than ``warm_threshold_s`` (it already warmed everything up).
+        min_time_s: the samples add up to at least this (a floor for microsecond calls).
+        min_count: at least this many samples (unless one call exceeds the budget).
         max_count: never take more samples than this (a guard for very fast calls).
-        confidence: level of the bootstrap interval of the median.
+        confidence: level of the interval of the median.
+        max_time_s: the per-cell time budget for the timed samples.
+        target_width: stop once (high - low) / median of the interval is at most this.
+        warm_threshold_s: a first call longer than this makes the warm-up call redundant.
     """
 
     warmup: int = 1
-    min_time_s: float = 1.0
-    min_count: int = 5
+    min_time_s: float = 0.1
+    min_count: int = 3
     max_count: int = 100_000
     confidence: float = 0.95
+    max_time_s: float = 3.0
+    target_width: float = 0.02
+    warm_threshold_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -72,6 +88,45 @@ class TimingConfig:
             )
         if not 0 < self.confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {self.confidence}")
+        if not self.max_time_s > 0:
+            raise InputError(f"max_time must be > 0 seconds, got {self.max_time_s}")
+        if not self.target_width >= 0:
+            raise InputError(f"target_width must be >= 0, got {self.target_width}")
+        if self.warm_threshold_s < 0:
+            raise InputError(f"warm_threshold must be >= 0 seconds, got {self.warm_threshold_s}")
+
+
+class Stop(enum.StrEnum):
+    """Why sampling stopped."""
+
+    CONVERGED = "converged"  # the interval of the median reached the target width
+    BUDGET = "budget"  # the samples used the per-cell time budget
+    MAX_COUNT = "max_count"  # the sample-count guard
+    SINGLE_CALL = "single call over budget"  # one call exceeds the budget: n=1
+
+
+@dataclasses.dataclass(frozen=True)
+class Timed:
+    """The samples of `repeat` and how they were taken (stored with the record)."""
+
+    samples: tuple[float, ...]
+    output: Any
+    stop: Stop
+    rel_width: float | None  # achieved (high - low) / median; None: no interval (n too small)
+    warmup_calls: int
+    warmup_skipped: bool  # the first call took longer than warm_threshold_s
+
+    def sampling(self, config: TimingConfig) -> dict[str, Any]:
+        """What the record stores about the sampling (JSON)."""
+        return {
+            "stop": str(self.stop),
+            "rel_width": self.rel_width,
+            "target_width": config.target_width,
+            "max_time_s": config.max_time_s,
+            "confidence": config.confidence,
+            "warmup_calls": self.warmup_calls,
+            "warmup_skipped": self.warmup_skipped,
+        }
 
 
 def time_call(
@@ -86,32 +141,83 @@ def time_call(
     return output, clock() - start
 
 
+def relative_width(samples: Sequence[float], confidence: float) -> float | None:
+    """(high - low) / median of the distribution-free interval of the median (binomial
+    order statistics, ``scipy.stats.quantile_test``); None when there are too few samples
+    for an interval at this confidence (fewer than 6 at 95%)."""
+    from scipy import stats
+
+    values = np.asarray(samples, dtype=np.float64)
+    median = float(np.median(values))
+    if len(values) < 2 or median <= 0:
+        return None
+    interval = stats.quantile_test(values, q=median, p=0.5).confidence_interval(confidence)
+    if not (np.isfinite(interval.low) and np.isfinite(interval.high)):
+        return None
+    return float(interval.high - interval.low) / median
+
+
 def repeat(
     run: Callable[[Any], Any],
     prepared: Any,
     config: TimingConfig,
     clock: Clock = time.perf_counter,
     block: Callable[[Any], Any] = block_until_ready,
-) -> tuple[tuple[float, ...], Any]:
-    """Warm up, then time calls until both ``min_time_s`` and ``min_count`` are reached.
+    first_call_s: float | None = None,
+    on_sample: Callable[[int], None] | None = None,
+) -> Timed:
+    """Warm up, then time calls until the median is known to ``target_width`` or the
+    budget is spent (see `TimingConfig`).
 
-    Each sample is one call including the wait for its result.
+    Each sample is one call including the wait for its result. ``first_call_s`` is the
+    duration of the (checked, untimed) first call when known: above
+    ``warm_threshold_s`` no warm-up call is made, and at or above ``max_time_s`` a single
+    sample is taken. ``on_sample(count)`` is called after each sample, outside the timed
+    region (progress).
 
     Returns:
-        The samples in seconds and the output of the last call (for a final check).
+        The samples in seconds, the output of the last call (for a final check) and why
+        sampling stopped.
     """
+    skip_warmup = first_call_s is not None and first_call_s > config.warm_threshold_s
+    warmups = 0 if skip_warmup else config.warmup
     output = None
-    for _ in range(config.warmup):
+    for _ in range(warmups):
         output = call_and_wait(run, prepared, block)
     samples: list[float] = []
     total = 0.0
-    while len(samples) < config.max_count and (
-        len(samples) < config.min_count or total < config.min_time_s
-    ):
+    next_check = max(config.min_count, 2)
+    width: float | None = None
+    if first_call_s is not None and first_call_s >= config.max_time_s:
+        output, seconds = time_call(run, prepared, clock, block)
+        return Timed((seconds,), output, Stop.SINGLE_CALL, None, warmups, skip_warmup)
+    while True:
         output, seconds = time_call(run, prepared, clock, block)
         samples.append(seconds)
         total += seconds
-    return tuple(samples), output
+        count = len(samples)
+        if on_sample is not None:
+            on_sample(count)
+        if count >= config.max_count:
+            stop = Stop.MAX_COUNT
+            break
+        if count == 1 and seconds >= config.max_time_s:
+            stop = Stop.SINGLE_CALL
+            break
+        if count < config.min_count or total < config.min_time_s:
+            continue
+        if count >= next_check:  # geometric checkpoints: the interval costs O(n log n)
+            width = relative_width(samples, config.confidence)
+            next_check = count + max(1, count // 10)
+            if width is not None and width <= config.target_width:
+                stop = Stop.CONVERGED
+                break
+        if total >= config.max_time_s:
+            stop = Stop.BUDGET
+            break
+    if stop is not Stop.CONVERGED:
+        width = relative_width(samples, config.confidence)
+    return Timed(tuple(samples), output, stop, width, warmups, skip_warmup)
 
 
 def sample(

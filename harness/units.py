@@ -29,3 +29,16 @@ def number(value: float | None) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g}{suffix}"
     return f"{value:.3g}"
+
+
+def format_duration(value: float | None) -> str:
+    """A wall-clock span for progress lines: "42.0 s", "3 min 05 s", "1 h 02 min"."""
+    if _missing(value):
+        return "-"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, seconds = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"

@@ -13,26 +13,31 @@ checked again, so a backend that goes wrong on repetition fails too, saying so.
 
 from __future__ import annotations
 
+import sys
+
+from harness.processes import exit_with_parent
+
+if __name__ == "__main__":  # first: a SIGTERM during the heavy imports below cleans up too
+    exit_with_parent(sys.argv[1:])
+
 import dataclasses
 import json
-import os
-import shutil
-import signal
-import sys
-import threading
+import math
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from harness.api import Record
+from harness.api import Backend, Record, Scenario, Size
 from harness.checks import InputSnapshot, check_again, checked_error
 from harness.counting import counts_per_call
+from harness.heartbeat import PROGRESS_FILE, Beacon
 from harness.registry import Cell, get_scenario
 from harness.sharding import cell_device_info, initialize_distributed
 from harness.statistics import summarize
 from harness.store import write_json_atomic
 from harness.timing import TimingConfig, repeat, time_call
+from harness.units import format_seconds
 
 
 def configure_jax(dtype: str) -> bool:
@@ -62,7 +67,11 @@ def _skipped(scenario, backend, size, cell: Cell, base: dict[str, Any]) -> Recor
 
 
 def run_cell(
-    cell: Cell, timing: TimingConfig, probes: bool = True, counts_only: bool = False
+    cell: Cell,
+    timing: TimingConfig,
+    probes: bool = True,
+    counts_only: bool = False,
+    beacon: Beacon | None = None,
 ) -> Record:
     """Prepare, check, time, then count one cell; any exception becomes a failed record.
 
@@ -70,7 +79,9 @@ def run_cell(
         probes: run the counting passes (trace, transfers, static HLO) after timing.
         counts_only: check and count, but take no timing samples (used for the extra GPU
             profiling pass with command buffers on).
+        beacon: where the cell's phase is written for the runner's heartbeat.
     """
+    beacon = beacon or Beacon(None)
     started = time.perf_counter()
     scenario = get_scenario(cell.scenario, cell.scenario_file)
     backend = scenario.backend(cell.backend)
@@ -92,36 +103,21 @@ def run_cell(
     try:
         from harness.environment import device_info
 
+        first_call_known = True
         if initialize_distributed():  # every process must make the same calls: by count
-            timing = dataclasses.replace(timing, min_time_s=0.0, max_count=timing.min_count)
+            timing = dataclasses.replace(
+                timing, min_time_s=0.0, max_count=timing.min_count, max_time_s=math.inf
+            )
+            first_call_known = False
         base["x64"] = configure_jax(cell.dtype)
         base["device"] = {**device_info(), **cell_device_info()}
-        inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
-        expected = scenario.reference(inputs)
-        snapshot = InputSnapshot.of(inputs)
-        start = time.perf_counter()
-        prepared = backend.prepare(inputs, size)
-        prepare_s = time.perf_counter() - start
-        output, first_call_s = time_call(backend.run, prepared)
-        snapshot.verify(inputs, "during prepare or the first call")
-        max_error = checked_error(
-            scenario.check, backend.to_reference(output), expected, cell.dtype
+        measured = _measure(
+            scenario, backend, size, cell, timing, counts_only, first_call_known, beacon
         )
-        described = scenario.describe_output(output) if scenario.describe_output else None
-        samples: tuple[float, ...] = ()
-        if not counts_only:
-            samples, last = repeat(backend.run, prepared, timing)
-            calls = 1 + timing.warmup + len(samples)
-            snapshot.verify(inputs, f"during the first {calls} calls")
-            last_error = check_again(
-                scenario.check, backend.to_reference(last), expected, cell.dtype, calls
-            )
-            max_error = max(max_error, last_error)
         counts: dict[str, Any] = {}
         if probes or counts_only:
-            counts = counts_per_call(
-                scenario, backend, size, prepared, cell.seed, cell.dtype, base["device"]
-            )
+            beacon.phase("counting (trace, transfers, HLO)")
+            counts = _counts(scenario, backend, size, cell, measured, base["device"])
     except Exception as error:  # a failed cell is stored with its error; the run goes on
         return Record(
             status="failed",
@@ -130,18 +126,139 @@ def run_cell(
             extra={"traceback": traceback.format_exc(limit=8)},
             **base,
         )
+    stats: dict[str, Any] = {}
+    if measured.samples:
+        stats = summarize(measured.samples, timing.confidence, seed=cell.seed)
+        if measured.factor != 1.0:  # measured on part of the work: every time scales
+            stats = {key: _scaled(key, value, measured.factor) for key, value in stats.items()}
     return Record(
         status="ok",
-        prepare_s=prepare_s,
-        first_call_s=first_call_s,
-        samples_s=samples,
-        stats=summarize(samples, timing.confidence, seed=cell.seed) if samples else {},
-        max_error=max_error,
+        prepare_s=measured.prepare_s,
+        first_call_s=measured.first_call_s,
+        samples_s=measured.samples,
+        stats=stats,
+        max_error=measured.max_error,
         wall_s=time.perf_counter() - started,
         counts=counts,
-        extra={"output": dict(described)} if described else {},
+        sampling=measured.sampling,
+        extra={"output": dict(measured.described)} if measured.described else {},
         **base,
     )
+
+
+UNSCALED_STATS = ("count", "confidence")
+
+
+def _scaled(key: str, value: Any, factor: float) -> Any:
+    """A summary statistic of samples of part of the work, scaled to the whole."""
+    if key in UNSCALED_STATS or value is None:
+        return value
+    return value * factor
+
+
+@dataclasses.dataclass(frozen=True)
+class _Measured:
+    """What the check-and-time phase of a cell found (at the full or a reduced size)."""
+
+    size: Size  # the size actually measured
+    prepared: Any
+    prepare_s: float
+    first_call_s: float
+    samples: tuple[float, ...]
+    max_error: float
+    described: Any
+    sampling: dict[str, Any]
+    factor: float = 1.0  # full work / measured work
+
+
+def _check_and_time(
+    scenario, backend, size, cell, timing, counts_only, first_call_known, beacon: Beacon
+):
+    """Prepare, check the first call, then sample (adaptive, `harness.timing.repeat`)."""
+    along = scenario.count_along
+    part = f" on {size[along]} {along}" if along and size is not scenario.size(size.name) else ""
+    beacon.phase(f"preparing and checking the first call{part}")
+    inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+    expected = scenario.reference(inputs)
+    snapshot = InputSnapshot.of(inputs)
+    start = time.perf_counter()
+    prepared = backend.prepare(inputs, size)
+    prepare_s = time.perf_counter() - start
+    output, first_call_s = time_call(backend.run, prepared)
+    snapshot.verify(inputs, "during prepare or the first call")
+    max_error = checked_error(scenario.check, backend.to_reference(output), expected, cell.dtype)
+    described = scenario.describe_output(output) if scenario.describe_output else None
+    samples: tuple[float, ...] = ()
+    sampling: dict[str, Any] = {}
+    if not counts_only:
+        known = first_call_s if first_call_known else None
+        beacon.phase(f"sampling{part} (first call {format_seconds(first_call_s)})")
+        timed = repeat(backend.run, prepared, timing, first_call_s=known, on_sample=beacon.samples)
+        samples, sampling = timed.samples, timed.sampling(timing)
+        calls = 1 + timed.warmup_calls + len(samples)
+        snapshot.verify(inputs, f"during the first {calls} calls")
+        last_error = check_again(
+            scenario.check, backend.to_reference(timed.output), expected, cell.dtype, calls
+        )
+        max_error = max(max_error, last_error)
+    return _Measured(
+        size, prepared, prepare_s, first_call_s, samples, max_error, described, sampling
+    )
+
+
+def reduced_size(scenario: Scenario, backend: Backend, size: Size) -> Size | None:
+    """The smaller size a costly backend is first measured at (`Backend.reducible_to`
+    units of the scenario's ``count_along``), or None when it does not apply."""
+    along, units = scenario.count_along, backend.reducible_to
+    if along is None or units is None or size[along] <= units:
+        return None
+    return Size(size.name, {**size.params, along: units}, size.description)
+
+
+def _measure(
+    scenario, backend, size, cell, timing, counts_only, first_call_known, beacon: Beacon
+) -> _Measured:
+    """Check and time the cell; a costly backend (`Backend.reducible_to`) is measured on
+    part of the work first, and kept there, scaled, when its whole call would exceed the
+    time budget (its first reduced call x the work ratio > ``max_time_s``)."""
+    reduced = reduced_size(scenario, backend, size) if first_call_known else None
+    if reduced is not None and not counts_only:
+        part = _check_and_time(scenario, backend, reduced, cell, timing, False, True, beacon)
+        along = scenario.count_along
+        factor = size[along] / reduced[along]
+        predicted = part.first_call_s * factor
+        if predicted > timing.max_time_s:
+            sampling = {
+                **part.sampling,
+                "scaled": {
+                    "along": along,
+                    "measured": reduced[along],
+                    "full": size[along],
+                    "factor": factor,
+                    "predicted_full_call_s": predicted,
+                },
+            }
+            return dataclasses.replace(part, sampling=sampling, factor=factor)
+    return _check_and_time(
+        scenario, backend, size, cell, timing, counts_only, first_call_known, beacon
+    )
+
+
+def _counts(scenario, backend, size, cell, measured: _Measured, device) -> dict[str, Any]:
+    """Counts per call at ``size``: exact (directly, or by the linear model of
+    `counts_per_call`); for a cell measured on part of the work at a size too small for
+    the linear model, the reduced call's counts with ``scale`` = the work ratio
+    (approximate: once-per-call work is scaled too; the reports say so)."""
+    from harness.linear_counts import POINTS
+
+    along = scenario.count_along
+    if measured.factor == 1.0 or size[along] > max(POINTS):
+        prepared = measured.prepared if measured.factor == 1.0 else None
+        return counts_per_call(scenario, backend, size, prepared, cell.seed, cell.dtype, device)
+    counts = counts_per_call(
+        scenario, backend, measured.size, measured.prepared, cell.seed, cell.dtype, device
+    )
+    return {**counts, "scale": measured.factor, "scaled_from": {along: measured.size[along]}}
 
 
 def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
@@ -173,30 +290,7 @@ def cell_spec(
     }
 
 
-def _exit_with_parent(folder: Path) -> None:
-    """Remove ``folder`` (this worker's temp folder) and exit when the parent asks
-    (SIGTERM: a Ctrl-C, a timeout) or dies (SIGTERM from the kernel, see
-    `harness.processes`; a watchdog thread also notices being re-parented)."""
-    parent = os.getppid()
-
-    def clean_and_exit(*_: object) -> None:
-        shutil.rmtree(folder, ignore_errors=True)
-        os._exit(143)
-
-    signal.signal(signal.SIGTERM, clean_and_exit)
-
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                clean_and_exit()
-
-    threading.Thread(target=watch, name="scanbench-parent-watch", daemon=True).start()
-
-
 def main(argv: list[str]) -> int:
-    if argv and argv[-1] and Path(argv[-1]).parent.name.startswith("scanbench-"):
-        _exit_with_parent(Path(argv[-1]).parent)
     if len(argv) == 3 and argv[0] == "cell":
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
         record = run_cell(
@@ -204,6 +298,7 @@ def main(argv: list[str]) -> int:
             TimingConfig(**spec["timing"]),
             probes=spec.get("probes", True),
             counts_only=spec.get("counts_only", False),
+            beacon=Beacon(Path(argv[2]).parent / PROGRESS_FILE),
         )
         write_json_atomic(argv[2], record.to_json())
         return 0

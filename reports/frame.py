@@ -9,6 +9,10 @@ Derived columns (all from stored values; nothing is re-measured):
     fastest, tie                    the fastest cell of its table, and the cells whose 95%
                                     bootstrap interval of median / fastest median holds 1
     disturbed, disturbed_why        the machine was busy while the cell ran (the reasons)
+    scale, scaled_from              measured on part of the work and scaled by ``scale``
+                                    (1.0: measured whole); samples_s holds scaled samples
+    rel_width, stop                 achieved 95% interval width of the median / median, and
+                                    why sampling stopped (converged, budget, ...)
     speedup                         baseline median / median (same run and table); the
                                     baseline is the scenario's `sequential` backend
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
@@ -95,6 +99,9 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
         for order, record in enumerate(run.records):
             stats = dict(record.stats)
             work = dict(record.work)
+            sampling = dict(record.sampling)
+            scaled = dict(sampling.get("scaled") or {})
+            scale = float(scaled.get("factor", 1.0))
             unit = units.get(record.scenario)
             median = stats.get("median")
             rows.append(
@@ -125,7 +132,15 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "compile_s": record.prepare_s,
                     "first_call_s": record.first_call_s,
                     "max_error": record.max_error,
-                    "samples_s": tuple(record.samples_s),
+                    "samples_s": tuple(value * scale for value in record.samples_s),
+                    "scale": scale,
+                    "scaled_from": (
+                        f"{scaled['measured']} of {scaled['full']} {scaled['along']}"
+                        if scaled
+                        else ""
+                    ),
+                    "rel_width": sampling.get("rel_width"),
+                    "stop": sampling.get("stop", ""),
                     "disturbed": record.disturbed,
                     "disturbed_why": "; ".join(record.interference.get("reasons", ())),
                     "unit": unit,

@@ -88,11 +88,34 @@ def disturbed_notes(ok: pd.DataFrame) -> list[str]:
     ]
 
 
+def _precision(row) -> str:
+    """Samples and the half-width of the 95% interval of the median: "42 (±0.9%)"."""
+    count = row.samples
+    if _missing(count):
+        return "-"
+    if _missing(row.rel_width):
+        return f"n={int(count)}, no interval"
+    return f"{int(count)} (±{row.rel_width * 50:.2g}%)"
+
+
+def scaled_notes(ok: pd.DataFrame) -> list[str]:
+    """One line per cell measured on part of the work (≈ in the table)."""
+    return [
+        f"{row.backend}: ≈ measured on {row.scaled_from} and scaled x{row.scale:g} "
+        "(one whole call would exceed the time budget); its counts too where they could "
+        "not be extrapolated exactly"
+        for row in ok.itertuples()
+        if row.scale != 1.0
+    ]
+
+
 def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
     """Time, compile, throughput and ratios of the cells that ran."""
     unit = ok["unit"].iloc[0] or "calls"
     baseline = ok["baseline"].iloc[0]
-    medians = ok["median_s"].map(format_seconds)
+    medians = [
+        ("≈ " if row.scale != 1.0 else "") + format_seconds(row.median_s) for row in ok.itertuples()
+    ]
     medians = medians + ok["disturbed"].map(lambda flag: DISTURBED_MARK if flag else "")
     return pd.DataFrame(
         {
@@ -100,6 +123,7 @@ def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
             "strategy": ok["strategy"],
             "median": medians,
             "IQR": ok["iqr_s"].map(format_seconds),
+            "n (±)": [_precision(row) for row in ok.itertuples()],
             "compile": ok["compile_s"].map(format_seconds),
             f"{unit}/s": ok["throughput"].map(number),
             "GB/s": ok["gbps"].map(number),
@@ -184,7 +208,11 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
 
 COLUMN_HELP = (
     "Columns: *median* and *IQR* of the steady-state time of one call (after compile and "
-    "warm-up; every call waits for its result); *compile*: untimed prepare (device "
+    "warm-up; every call waits for its result; *≈*: measured on part of the work and "
+    "scaled, see the note under the table); *n (±)*: timed calls and the half-width of the "
+    "95% interval of the median, relative (sampling stops at ±1% or when the cell's time "
+    "budget is spent; *n=1, no interval*: one call exceeded the budget); *compile*: "
+    "untimed prepare (device "
     "placement + JIT/Numba compilation); *speedup vs B*: median of backend B / median, "
     "B being the scenario's sequential (Python loop) backend measured in the same run; "
     "*x fastest*: median / fastest median of the same run in the table (*tie*: the 95% "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import jax
 import pytest
@@ -35,3 +36,10 @@ def scenario_backend(request):
     scenario_name, backend_name = request.param
     scenario = SCENARIOS[scenario_name]()
     return scenario, scenario.backend(backend_name)
+
+
+def outer_pytest_free() -> dict[str, str]:
+    """The environment for a nested pytest run: without this run's pytest-xdist worker
+    variables (with them, pytest-benchmark believes it runs under xdist and disables
+    itself)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}

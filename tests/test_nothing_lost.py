@@ -29,7 +29,17 @@ def scanbench(*args: str, **kwargs) -> subprocess.Popen:
 
 
 def run_toy(out: Path, backends: list[str], *extra: str) -> list[str]:
-    args = ["run", "--scenario-file", TOY, "--size", "smoke", "--min-time", "0.01"]
+    args = [
+        "run",
+        "--scenario-file",
+        TOY,
+        "--size",
+        "smoke",
+        "--min-time",
+        "0.01",
+        "--max-time",
+        "0.2",
+    ]
     args += [a for b in backends for a in ("--backend", b)]
     return [*args, "--out", str(out), "--quiet", "--no-probes", *extra]
 
@@ -46,7 +56,7 @@ def wait_for_records(journal: Path, count: int, timeout_s: float = 120) -> None:
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code):
     out = tmp_path / "run.json"
-    process = scanbench(*run_toy(out, ["good", "hang", "delayed"], "--timeout", "10"))
+    process = scanbench(*run_toy(out, ["good", "hang", "delayed"], "--timeout", "6"))
     wait_for_records(journal_path(out), 1)
     time.sleep(0.5)  # the hanging cell is running now
     process.send_signal(signum)
@@ -70,7 +80,7 @@ def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code):
 
 def test_resume_refuses_another_environment_without_force(tmp_path):
     out = tmp_path / "run.json"
-    process = scanbench(*run_toy(out, ["good", "hang"], "--timeout", "10"))
+    process = scanbench(*run_toy(out, ["good", "hang"], "--timeout", "6"))
     wait_for_records(journal_path(out), 1)
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=60)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import outer_pytest_free
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -17,7 +19,9 @@ def test_benchmark_json_carries_counts_and_jax_metadata(tmp_path):
         "-k", "tridiagonal/sequential-jax]", "--benchmark-max-time", "0.05",
         "--benchmark-json", str(out), "-p", "no:cacheprovider",
     ]  # fmt: skip
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=outer_pytest_free()
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["machine_info"]["jax"]["backend"] == "cpu"

@@ -25,7 +25,7 @@ def test_run_with_failing_cells(tmp_path):
     backends = ["good", "wrong", "wrong-later", "crash", "hang", "default-only"]
     command = [sys.executable, "-m", "harness.cli", "run", "--scenario-file", TOY]
     command += [arg for name in backends for arg in ("--backend", name)]
-    command += ["--size", "smoke", "--min-time", "0.01", "--timeout", "20"]
+    command += ["--size", "smoke", "--min-time", "0.01", "--max-time", "0.2", "--timeout", "8"]
     command += ["--out", str(out), "--md", str(md)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr
@@ -59,7 +59,7 @@ def test_worker_runs_a_registered_scenario_cell_with_counts_and_decomposition():
         "h2d_bytes_per_s": 1e9,
     }
     record = measure_cell(
-        cell, TimingConfig(min_time_s=0.01, min_count=3), 300, {"overheads": costs}
+        cell, TimingConfig(min_time_s=0.01, min_count=3, max_time_s=0.2), 300, {"overheads": costs}
     )
     assert record.status == "ok", record.error
     assert record.x64 is False and record.max_error < 1e-4
@@ -126,9 +126,13 @@ def test_list_shows_backends_strategies_and_sizes(capsys):
     assert "[only at: default]" in out
 
 
-def test_argparse_rejects_non_positive_min_time(capsys):
-    assert main(["run", "--min-time", "0"]) == 2
-    assert "--min-time must be finite and > 0" in capsys.readouterr().err
+def test_argparse_rejects_bad_budgets(capsys):
+    assert main(["run", "--min-time", "-1"]) == 2
+    assert "--min-time must be finite and >= 0" in capsys.readouterr().err
+    assert main(["run", "--max-time", "0"]) == 2
+    assert "--max-time must be finite and > 0" in capsys.readouterr().err
+    assert main(["run", "--target-width", "-0.5"]) == 2
+    assert "--target-width must be finite and >= 0" in capsys.readouterr().err
 
 
 def test_readme_scenario_example_runs(tmp_path):
@@ -139,7 +143,17 @@ def test_readme_scenario_example_runs(tmp_path):
     source.write_text(block)
     out = tmp_path / "mine.json"
     command = [sys.executable, "-m", "harness.cli", "run", "--scenario-file", str(source)]
-    command += ["--size", "smoke", "--min-time", "0.01", "--quiet", "--out", str(out)]
+    command += [
+        "--size",
+        "smoke",
+        "--min-time",
+        "0.01",
+        "--max-time",
+        "0.2",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     records = load_run(out).records

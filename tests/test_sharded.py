@@ -34,7 +34,7 @@ def eight_device_run():
     each in a cell worker given its devices the way `scanbench run --devices` does."""
     from harness.runner import run_cell_in_worker
 
-    timing = TimingConfig(min_time_s=0.05, min_count=3)
+    timing = TimingConfig(min_time_s=0.05, min_count=3, max_time_s=0.3)
     cells = [
         Cell("mppi_tuning", "scanned", "smoke", "float32", devices=1),
         Cell("mppi_tuning", "sharded", "smoke", "float32", devices=8),
@@ -97,7 +97,9 @@ def test_two_processes_on_loopback_equal_one_process(eight_device_run, tmp_path)
     as 1 process x 8 devices; each process checks its result against the reference."""
     cell = Cell("mppi_tuning", "sharded", "smoke", "float32")
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps(cell_spec(cell, TimingConfig(min_time_s=0.0, min_count=2), False)))
+    spec.write_text(
+        json.dumps(cell_spec(cell, TimingConfig(min_time_s=0.0, min_count=2, max_count=2), False))
+    )
     settings = distributed_settings(f"127.0.0.1:{_free_port()}", 2, 0)
     processes = []
     for process_id in range(2):
@@ -146,6 +148,6 @@ def test_too_many_devices_fail_the_cell_clearly(tmp_path):
 
     cell = Cell("tridiagonal", "sharded", "smoke", "float64")
     env = dict(os.environ, SCANBENCH_DEVICES="16")  # more than the 1 device it will see
-    record = run_cell_in_worker(cell, TimingConfig(min_time_s=0.0, min_count=1), 300, False,
-                                environ=env)  # fmt: skip
+    once = TimingConfig(min_time_s=0.0, min_count=1, max_count=1)
+    record = run_cell_in_worker(cell, once, 300, False, environ=env)
     assert record.status == "failed" and "--devices 16: only 1 cpu device(s)" in record.error

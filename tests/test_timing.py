@@ -7,7 +7,7 @@ import pytest
 
 from harness.api import InputError
 from harness.statistics import summarize
-from harness.timing import TimingConfig, repeat, time_call
+from harness.timing import Stop, TimingConfig, relative_width, repeat, time_call
 
 
 class FakeClock:
@@ -43,27 +43,95 @@ def test_time_call_measures_one_call():
     assert output == "x" and seconds == 0.25
 
 
-def test_repeat_stops_at_min_count_when_min_time_is_reached():
+def test_repeat_stops_when_the_interval_is_narrow_enough():
     clock = FakeClock()
-    config = TimingConfig(warmup=2, min_time_s=0.1, min_count=5)
-    samples, last = repeat(fake_run(clock, [1.0] * 100), "out", config, clock, no_wait)
-    assert samples == (1.0,) * 5
-    assert clock.calls == 2 + 5  # warm-up calls are made but not timed
-    assert last == "out"
+    config = TimingConfig(warmup=2, min_count=3, target_width=0.02, max_time_s=100.0)
+    timed = repeat(fake_run(clock, [1.0] * 100), "out", config, clock, no_wait)
+    # identical samples: the interval has zero width once there are enough for one (6)
+    assert timed.samples == (1.0,) * 6 and timed.stop is Stop.CONVERGED
+    assert timed.rel_width == 0.0
+    assert clock.calls == 2 + 6  # warm-up calls are made but not timed
+    assert timed.output == "out" and timed.warmup_calls == 2
 
 
 def test_repeat_continues_until_min_time():
     clock = FakeClock()
-    config = TimingConfig(warmup=0, min_time_s=1.0, min_count=3)
-    samples, _ = repeat(fake_run(clock, [0.125] * 100), None, config, clock, no_wait)
-    assert samples == (0.125,) * 8  # 8 x 0.125 s reaches 1.0 s (exact in binary)
+    config = TimingConfig(warmup=0, min_time_s=1.0, min_count=3, target_width=1.0)
+    timed = repeat(fake_run(clock, [0.125] * 100), None, config, clock, no_wait)
+    assert timed.samples == (0.125,) * 8  # 8 x 0.125 s reaches 1.0 s (exact in binary)
 
 
 def test_repeat_respects_max_count():
     clock = FakeClock()
     config = TimingConfig(warmup=0, min_time_s=10.0, min_count=1, max_count=7)
-    samples, _ = repeat(fake_run(clock, [1e-6] * 100), None, config, clock, no_wait)
-    assert len(samples) == 7
+    timed = repeat(fake_run(clock, [1e-6] * 100), None, config, clock, no_wait)
+    assert len(timed.samples) == 7 and timed.stop is Stop.MAX_COUNT
+
+
+def test_repeat_stops_at_the_budget_when_the_median_stays_uncertain():
+    clock = FakeClock()
+    noisy = list(np.random.default_rng(0).uniform(0.05, 0.15, 1000))
+    config = TimingConfig(warmup=0, min_time_s=0.0, max_time_s=2.0, target_width=0.001)
+    timed = repeat(fake_run(clock, noisy), None, config, clock, no_wait)
+    assert timed.stop is Stop.BUDGET
+    assert 2.0 <= sum(timed.samples) < 2.0 + 0.15
+    assert timed.rel_width is not None and timed.rel_width > 0.001
+
+
+def test_repeat_converges_faster_on_quiet_samples_than_on_noisy_ones():
+    rng = np.random.default_rng(1)
+    config = TimingConfig(warmup=0, min_time_s=0.0, max_time_s=1000.0, target_width=0.02)
+    counts = []
+    for spread in (0.001, 0.05):
+        clock = FakeClock()
+        durations = list(rng.normal(0.01, 0.01 * spread, 100_000))
+        timed = repeat(fake_run(clock, durations), None, config, clock, no_wait)
+        assert timed.stop is Stop.CONVERGED and timed.rel_width <= 0.02
+        counts.append(len(timed.samples))
+    assert counts[0] < counts[1]
+
+
+def test_a_single_call_over_the_budget_is_one_sample():
+    clock = FakeClock()
+    config = TimingConfig(warmup=1, min_count=3, max_time_s=5.0)
+    timed = repeat(fake_run(clock, [7.0] * 10), None, config, clock, no_wait)
+    assert timed.samples == (7.0,) and timed.stop is Stop.SINGLE_CALL
+    assert timed.rel_width is None  # "n=1, no interval"
+    assert timed.sampling(config)["stop"] == "single call over budget"
+
+
+def test_a_slow_first_call_skips_the_warm_up_and_takes_one_sample():
+    clock = FakeClock()
+    config = TimingConfig(warmup=1, max_time_s=5.0, warm_threshold_s=1.0)
+    timed = repeat(fake_run(clock, [6.0] * 10), None, config, clock, no_wait, first_call_s=6.0)
+    assert clock.calls == 1 and timed.samples == (6.0,)
+    assert timed.warmup_skipped and timed.warmup_calls == 0
+
+
+def test_a_first_call_over_a_second_skips_only_the_warm_up():
+    clock = FakeClock()
+    config = TimingConfig(warmup=1, min_count=3, max_time_s=100.0, target_width=1.0)
+    timed = repeat(fake_run(clock, [2.0] * 10), None, config, clock, no_wait, first_call_s=2.0)
+    assert timed.warmup_skipped and clock.calls == len(timed.samples) >= 3
+
+
+def test_on_sample_reports_progress_outside_the_timed_region():
+    clock = FakeClock()
+    seen = []
+
+    def on_sample(count):
+        clock.now += 100.0  # slow progress reporting must not show in the samples
+        seen.append(count)
+
+    config = TimingConfig(warmup=0, min_count=3, min_time_s=0.0, target_width=1.0)
+    timed = repeat(fake_run(clock, [0.5] * 20), None, config, clock, no_wait, on_sample=on_sample)
+    assert set(timed.samples) == {0.5} and seen == list(range(1, len(timed.samples) + 1))
+
+
+def test_relative_width_needs_enough_samples():
+    assert relative_width([1.0, 1.1, 0.9], 0.95) is None
+    width = relative_width([1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.02], 0.95)
+    assert width == pytest.approx(0.2)  # min and max of 7 samples bound the median at 95%
 
 
 def test_repeat_waits_for_every_timed_result():
@@ -75,9 +143,9 @@ def test_repeat_waits_for_every_timed_result():
         waited.append(value)
         return value
 
-    config = TimingConfig(warmup=1, min_time_s=0.0, min_count=3)
-    samples, _ = repeat(fake_run(clock, [0.25] * 10), 1, config, clock, wait)
-    assert samples == (0.75, 0.75, 0.75)
+    config = TimingConfig(warmup=1, min_time_s=0.0, min_count=3, max_count=3)
+    timed = repeat(fake_run(clock, [0.25] * 10), 1, config, clock, wait)
+    assert timed.samples == (0.75, 0.75, 0.75)
     assert len(waited) == 4
 
 
@@ -117,6 +185,9 @@ def test_summarize_edge_cases():
         ({"min_count": 0}, "min_count"),
         ({"min_count": 10, "max_count": 5}, "max_count"),
         ({"confidence": 1.5}, "confidence"),
+        ({"max_time_s": 0.0}, "max_time"),
+        ({"target_width": -0.1}, "target_width"),
+        ({"warm_threshold_s": -1.0}, "warm_threshold"),
     ],
 )
 def test_timing_config_rejects_bad_values(kwargs, message):

@@ -36,7 +36,7 @@ from harness.registry import SCENARIOS, Cell
 from harness.runner import run_cell_in_worker
 from harness.timing import TimingConfig
 from harness.worker import run_cell
-from tests.conftest import BACKEND_PAIRS
+from tests.conftest import BACKEND_PAIRS, outer_pytest_free
 
 ROOT = Path(__file__).parent.parent
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
@@ -44,7 +44,7 @@ _spec = importlib.util.spec_from_file_location("toy_for_truth", TOY)
 toy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(toy)
 DELAY_S = toy.DELAY_S
-QUICK = TimingConfig(warmup=1, min_time_s=0.0, min_count=5)
+QUICK = TimingConfig(warmup=1, min_time_s=0.0, min_count=5, max_count=5)
 
 
 @pytest.mark.parametrize(("scenario_name", "backend_name"), BACKEND_PAIRS)
@@ -78,7 +78,9 @@ def pytest_benchmark_medians(tmp_path: Path, backends: list[str]) -> dict[str, d
         "--benchmark-only", "--benchmark-min-rounds", "5", "--benchmark-max-time", "0.3",
         "--benchmark-json", str(out), "--rootdir", str(tmp_path),
     ]  # fmt: skip
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=outer_pytest_free()
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     data = json.loads(out.read_text())
     return {b["params"]["name"]: b for b in data["benchmarks"]}

@@ -23,11 +23,13 @@ def backends() -> list[Backend]:
             description="Python loop over candidates, controller called eagerly (recompiles)",
             sizes=frozenset({"smoke"}),
             skip_reason="the eager controller retraces and recompiles its scan on every call",
+            reducible_to=1,  # ~10 s per generation: one generation, scaled (openly)
         ),
         sequential_backend(
             "sequential",
             jit_controller=True,
             description="the real-world loop: np.array(x) -> holder, 1 jitted call per step",
+            reducible_to=2,  # default: ~1.5 s per generation
         ),
         vmapped_backend(
             "vmapped", description="ask/tell in Python, one jitted vmapped evaluate per gen"
@@ -36,7 +38,11 @@ def backends() -> list[Backend]:
         sharded_backend(
             "sharded", description="scanned, population split over all devices (shard_map)"
         ),
-        numba_backend("numba", description="cma CMA-ES + Numba prange evaluation (CPU native)"),
+        numba_backend(
+            "numba",
+            description="cma CMA-ES + Numba prange evaluation (CPU native)",
+            reducible_to=2,
+        ),
         library_backend("library", description="cma CMA-ES + the vmapped JAX evaluation"),
     ]
 

@@ -1,0 +1,72 @@
+"""A scenario whose work repeats along ``steps`` (``count_along``), with one costly
+backend (a known sleep per step) that may be measured on part of the work and scaled.
+
+Written against the public API only, as a user's scenario file would be.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from harness.api import Backend, MismatchError, Scenario, Size, Strategy
+
+STEP_S = 0.02  # the `sleepy` backend sleeps this long per step
+
+
+def make_inputs(size, seed, dtype):
+    return np.arange(size["steps"], dtype=dtype)
+
+
+def reference(inputs):
+    return 2.0 * inputs
+
+
+def check(output, expected, dtype):
+    error = float(np.max(np.abs(np.asarray(output) - expected)))
+    if error > 1e-9:
+        raise MismatchError("steps output differs", error, 1e-9)
+    return error
+
+
+def _sleepy(x):
+    out = np.empty_like(x)
+    for index, value in enumerate(x):
+        time.sleep(STEP_S)
+        out[index] = 2.0 * value
+    return out
+
+
+def _backend(name, run, **kwargs):
+    return Backend(
+        name=name,
+        strategy=Strategy.SEQUENTIAL,
+        engine="numpy",
+        prepare=lambda inputs, size: inputs,
+        run=run,
+        reducible_to=2,
+        **kwargs,
+    )
+
+
+SCENARIO = Scenario(
+    name="steps",
+    description="doubling, one step at a time",
+    sizes={
+        "smoke": Size("smoke", {"steps": 10}),
+        "default": Size("default", {"steps": 2}),
+        "four": Size("four", {"steps": 4}),  # too few steps for the linear count model
+    },
+    make_inputs=make_inputs,
+    reference=reference,
+    check=check,
+    work=lambda size, dtype: {"steps": float(size["steps"])},
+    backends={
+        "sleepy": _backend("sleepy", _sleepy),
+        "quick": _backend("quick", lambda x: 2.0 * x),
+    },
+    throughput_unit="steps",
+    dtypes=("float64",),
+    count_along="steps",
+)

@@ -1,0 +1,123 @@
+"""The main job in minutes: a per-cell time budget, costly backends measured on part of
+the work and scaled (openly), and progress lines while a cell runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.heartbeat import Beacon, heartbeat, read_phase
+from harness.registry import Cell
+from harness.store import Run
+from harness.timing import TimingConfig
+from harness.units import format_duration
+from harness.worker import run_cell
+from reports.frame import records_frame
+from reports.markdown import render as render_markdown
+from tests.scenario_files.steps import STEP_S
+
+STEPS = str(Path(__file__).parent / "scenario_files" / "steps.py")
+BUDGET = TimingConfig(warmup=0, min_time_s=0.0, min_count=3, max_time_s=0.1)
+
+
+def _cell(backend: str, size: str = "smoke") -> Cell:
+    return Cell("steps", backend, size, "float64", 0, STEPS)
+
+
+def test_a_costly_backend_is_measured_on_part_of_the_work_and_scaled():
+    record = run_cell(_cell("sleepy"), BUDGET, probes=False)
+    assert record.status == "ok", record.error
+    scaled = record.sampling["scaled"]
+    assert scaled["along"] == "steps" and scaled["measured"] == 2 and scaled["full"] == 10
+    assert scaled["factor"] == 5.0
+    # the raw samples are of the 2-step call; the stored statistics are scaled to 10 steps
+    assert all(2 * STEP_S <= s < 4 * STEP_S for s in record.samples_s)
+    assert 10 * STEP_S <= record.stats["median"] < 20 * STEP_S
+    assert record.stats["count"] == len(record.samples_s) >= 3
+    assert record.size_params == {"steps": 10}  # reported at the size it stands for
+
+
+def test_a_cheap_backend_is_measured_whole_and_counted_exactly():
+    record = run_cell(_cell("quick"), BUDGET, probes=True)
+    assert record.status == "ok", record.error
+    assert "scaled" not in record.sampling
+    assert record.counts["scale"] == 1.0
+
+
+def test_a_small_size_is_not_reduced():
+    record = run_cell(_cell("sleepy", "default"), BUDGET, probes=False)
+    assert record.status == "ok" and "scaled" not in record.sampling
+
+
+def test_a_scaled_cell_is_counted_exactly_by_the_linear_model_when_it_can_be():
+    record = run_cell(_cell("sleepy"), BUDGET, probes=True)
+    assert "scaled" in record.sampling
+    assert record.counts["scale"] == 1.0 and "scaled_from" not in record.counts
+
+
+def test_a_scaled_cell_too_small_for_the_linear_model_counts_its_part_and_says_so():
+    budget = TimingConfig(warmup=0, min_time_s=0.0, min_count=3, max_time_s=0.05)
+    record = run_cell(_cell("sleepy", "four"), budget, probes=True)
+    assert record.sampling["scaled"]["factor"] == 2.0
+    assert record.counts["scale"] == 2.0 and record.counts["scaled_from"] == {"steps": 2}
+
+
+def test_reports_mark_scaled_cells_and_show_precision():
+    records = (
+        run_cell(_cell("sleepy"), BUDGET, probes=False),
+        run_cell(_cell("quick"), BUDGET, probes=False),
+    )
+    run = Run({}, {"throughput_units": {"steps": "steps"}}, records)
+    frame = records_frame([run])
+    sleepy = frame[frame["backend"] == "sleepy"].iloc[0]
+    assert sleepy["scale"] == 5.0
+    assert min(sleepy["samples_s"]) >= 10 * STEP_S  # ties compare whole-work samples
+    markdown = render_markdown([run])
+    assert "≈ " in markdown
+    assert "≈ measured on 2 of 10 steps and scaled x5" in markdown
+    assert "(±" in markdown or "no interval" in markdown
+
+
+def test_beacon_throttles_sample_updates(tmp_path):
+    now = [0.0]
+    beacon = Beacon(tmp_path / "progress.txt", clock=lambda: now[0])
+    beacon.phase("checking")
+    beacon.samples(1)  # within a second of the last write: skipped
+    assert read_phase(tmp_path / "progress.txt") == "checking"
+    now[0] = 2.0
+    beacon.samples(7)
+    assert read_phase(tmp_path / "progress.txt") == "sampling: 7 samples"
+    assert read_phase(tmp_path / "missing.txt") == "starting"
+
+
+def test_heartbeat_emits_lines_while_the_block_runs(tmp_path):
+    progress = tmp_path / "progress.txt"
+    progress.write_text("sampling: 3 samples")
+    lines: list[str] = []
+    with heartbeat("toy/cell", progress, lines.append, every_s=0.05):
+        time.sleep(0.3)
+    assert len(lines) >= 3
+    assert lines[0].startswith("  ... toy/cell: running for ") and "sampling: 3" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(4.25, "4.2 s"), (65, "1 min 05 s"), (3725, "1 h 02 min")]
+)
+def test_durations_read_as_wall_clock(seconds, text):
+    assert format_duration(seconds) == text
+
+
+def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
+    from harness.runner import run_cells
+
+    def run_one(cell, timing, timeout, environment, probes, emit):
+        emit("  ... heartbeat")
+        return run_cell(cell, timing, probes=False)
+
+    run_cells([_cell("quick"), _cell("quick", "default")], BUDGET, 60, False, run_one=run_one)
+    err = capsys.readouterr().err
+    assert "[1/2] steps/quick/smoke/float64: running" in err
+    assert "  ... heartbeat" in err
+    assert "about" in err and "left" in err  # an ETA after the first cell
