@@ -13,6 +13,7 @@ Derived columns (all from stored values; nothing is re-measured):
                                     (1.0: measured whole); samples_s holds scaled samples
     rel_width, stop                 achieved 95% interval width of the median / median, and
                                     why sampling stopped (converged, budget, ...)
+    warmup_skipped                  no separate warm-up call (the first call took over 1 s)
     speedup                         baseline median / median (same run and table); the
                                     baseline is the scenario's `sequential` backend
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
@@ -140,6 +141,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                         else ""
                     ),
                     "rel_width": sampling.get("rel_width"),
+                    "warmup_skipped": bool(sampling.get("warmup_skipped")),
                     "stop": sampling.get("stop", ""),
                     "disturbed": record.disturbed,
                     "disturbed_why": "; ".join(record.interference.get("reasons", ())),

@@ -32,6 +32,7 @@ from reports.tables import (
     scaled_notes,
     tables,
     timing_table,
+    warmup_notes,
 )
 
 STYLE = """
@@ -100,7 +101,7 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
             group_ok = group[group["status"] == "ok"]
             if not group_ok.empty:
                 out.append(_table(timing_table(group_ok)))
-                notes = disturbed_notes(group_ok) + scaled_notes(group_ok)
+                notes = disturbed_notes(group_ok) + scaled_notes(group_ok) + warmup_notes(group_ok)
                 if notes:
                     out.append("<ul>")
                     out += [f'<li class="problem">{_esc(note)}</li>' for note in notes]

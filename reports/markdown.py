@@ -20,6 +20,7 @@ from reports.tables import (
     scaled_notes,
     tables,
     timing_table,
+    warmup_notes,
 )
 
 __all__ = ["format_seconds", "render"]
@@ -42,7 +43,7 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
         ok = group[group["status"] == "ok"]
         if not ok.empty:
             out += [timing_table(ok).to_markdown(index=False, disable_numparse=True), ""]
-            notes = disturbed_notes(ok) + scaled_notes(ok)
+            notes = disturbed_notes(ok) + scaled_notes(ok) + warmup_notes(ok)
             out += [*(f"- **{note.split(':', 1)[0]}**:{note.split(':', 1)[1]}" for note in notes)]
             out += [""] if notes else []
             if ok["dispatches"].notna().any():

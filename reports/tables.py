@@ -109,6 +109,14 @@ def scaled_notes(ok: pd.DataFrame) -> list[str]:
     ]
 
 
+def warmup_notes(ok: pd.DataFrame) -> list[str]:
+    """Which cells took no separate warm-up call (their first call took over 1 s)."""
+    if "warmup_skipped" not in ok or not ok["warmup_skipped"].any():
+        return []
+    names = ", ".join(ok.loc[ok["warmup_skipped"], "backend"])
+    return [f"no warm-up call: the checked first call took over 1 s and warmed up ({names})"]
+
+
 def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
     """Time, compile, throughput and ratios of the cells that ran."""
     unit = ok["unit"].iloc[0] or "calls"

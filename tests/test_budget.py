@@ -3,6 +3,7 @@ the work and scaled (openly), and progress lines while a cell runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -65,9 +66,11 @@ def test_a_scaled_cell_too_small_for_the_linear_model_counts_its_part_and_says_s
 
 
 def test_reports_mark_scaled_cells_and_show_precision():
-    records = (
-        run_cell(_cell("sleepy"), BUDGET, probes=False),
-        run_cell(_cell("quick"), BUDGET, probes=False),
+    sleepy = run_cell(_cell("sleepy"), BUDGET, probes=False)
+    quick = run_cell(_cell("quick"), BUDGET, probes=False)
+    records = (  # as if the first call had taken over a second
+        dataclasses.replace(sleepy, sampling={**sleepy.sampling, "warmup_skipped": True}),
+        quick,
     )
     run = Run({}, {"throughput_units": {"steps": "steps"}}, records)
     frame = records_frame([run])
@@ -78,6 +81,9 @@ def test_reports_mark_scaled_cells_and_show_precision():
     assert "≈ " in markdown
     assert "≈ measured on 2 of 10 steps and scaled x5" in markdown
     assert "(±" in markdown or "no interval" in markdown
+    assert "no warm-up call**: the checked first call took over 1 s and warmed up (sleepy)" in (
+        markdown
+    )
 
 
 def test_beacon_throttles_sample_updates(tmp_path):
