@@ -24,12 +24,30 @@ PROGRESS_FILE = "progress.txt"
 
 
 class Beacon:
-    """The worker's side: writes the cell's phase to ``path`` (atomically, throttled)."""
+    """The worker's side: writes the cell's phase to ``path`` (atomically, throttled), and
+    adds up the wall time of each named stage (`stage`), stored with the record as
+    ``extra["phases_s"]`` so a slow cell says where its time went."""
 
     def __init__(self, path: Path | None, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
         self.clock = clock
         self.last = -float("inf")
+        self.stages: dict[str, float] = {}
+        self.current: tuple[str, float] | None = None
+
+    def stage(self, name: str, text: str | None = None) -> None:
+        """Close the running stage (its time added to its name) and start ``name``;
+        ``text`` (default: the name) is written as the phase."""
+        self.stop()
+        self.current = (name, self.clock())
+        self.phase(text or name)
+
+    def stop(self) -> None:
+        """Close the running stage, if any."""
+        if self.current is not None:
+            name, since = self.current
+            self.stages[name] = self.stages.get(name, 0.0) + self.clock() - since
+            self.current = None
 
     def phase(self, text: str, force: bool = True) -> None:
         if self.path is None:

@@ -121,6 +121,7 @@ def run_cell_in_worker(
     load = LoadSamples()
     steal_before, load_before = cpu_times(), load_average()
     probe_before = calibration_probe()
+    worker_started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
         spec.write_text(json.dumps(cell_spec(cell, timing, probes, counts_only)), encoding="utf-8")
@@ -128,9 +129,11 @@ def run_cell_in_worker(
         data, error = _run_worker(
             ["cell", str(spec), str(out)], out, timeout_s, environ, load, beat
         )
+    worker_s = time.perf_counter() - worker_started
+    probe_after = calibration_probe()
     interference = assess(
         probe_before,
-        calibration_probe(),
+        probe_after,
         load,
         (steal_before, cpu_times()),
         (load_before, load_average()),
@@ -140,7 +143,12 @@ def run_cell_in_worker(
         record = _failed_record(cell, error, time.perf_counter() - started)
     else:
         record = Record.from_json(data)
-    return dataclasses.replace(record, interference=interference)
+    phases = dict(record.extra.get("phases_s", {}))
+    if error is None:  # the worker's own stages; the rest of its life is start-up and exit
+        phases["process start-up and exit"] = max(0.0, worker_s - (record.wall_s or 0.0))
+    phases["interference probes"] = time.perf_counter() - started - worker_s
+    extra = {**record.extra, "phases_s": phases}
+    return dataclasses.replace(record, interference=interference, extra=extra)
 
 
 def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, Any]:

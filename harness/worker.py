@@ -83,6 +83,7 @@ def run_cell(
     """
     beacon = beacon or Beacon(None)
     started = time.perf_counter()
+    beacon.stage("load scenario", "loading the scenario")
     scenario = get_scenario(cell.scenario, cell.scenario_file)
     backend = scenario.backend(cell.backend)
     size = scenario.size(cell.size)
@@ -101,6 +102,7 @@ def run_cell(
     if not backend.runs_at(size.name):
         return _skipped(scenario, backend, size, cell, base)
     try:
+        beacon.stage("start JAX")
         from harness.environment import device_info
 
         first_call_known = True
@@ -116,16 +118,18 @@ def run_cell(
         )
         counts: dict[str, Any] = {}
         if probes or counts_only:
-            beacon.phase("counting (trace, transfers, HLO)")
+            beacon.stage("counting", "counting (trace, transfers, HLO)")
             counts = _counts(scenario, backend, size, cell, measured, base["device"])
     except Exception as error:  # a failed cell is stored with its error; the run goes on
+        beacon.stop()
         return Record(
             status="failed",
             error=f"{type(error).__name__}: {error}",
             wall_s=time.perf_counter() - started,
-            extra={"traceback": traceback.format_exc(limit=8)},
+            extra={"traceback": traceback.format_exc(limit=8), "phases_s": beacon.stages},
             **base,
         )
+    beacon.stop()
     stats: dict[str, Any] = {}
     if measured.samples:
         stats = summarize(measured.samples, timing.confidence, seed=cell.seed)
@@ -141,7 +145,10 @@ def run_cell(
         wall_s=time.perf_counter() - started,
         counts=counts,
         sampling=measured.sampling,
-        extra={"output": dict(measured.described)} if measured.described else {},
+        extra={
+            "phases_s": beacon.stages,
+            **({"output": dict(measured.described)} if measured.described else {}),
+        },
         **base,
     )
 
@@ -177,7 +184,7 @@ def _check_and_time(
     """Prepare, check the first call, then sample (adaptive, `harness.timing.repeat`)."""
     along = scenario.count_along
     part = f" on {size[along]} {along}" if along and size is not scenario.size(size.name) else ""
-    beacon.phase(f"preparing and checking the first call{part}")
+    beacon.stage("prepare and check", f"preparing and checking the first call{part}")
     inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
     expected = scenario.reference(inputs)
     snapshot = InputSnapshot.of(inputs)
@@ -192,7 +199,7 @@ def _check_and_time(
     sampling: dict[str, Any] = {}
     if not counts_only:
         known = first_call_s if first_call_known else None
-        beacon.phase(f"sampling{part} (first call {format_seconds(first_call_s)})")
+        beacon.stage("sampling", f"sampling{part} (first call {format_seconds(first_call_s)})")
         timed = repeat(backend.run, prepared, timing, first_call_s=known, on_sample=beacon.samples)
         samples, sampling = timed.samples, timed.sampling(timing)
         calls = 1 + timed.warmup_calls + len(samples)

@@ -143,6 +143,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "rel_width": sampling.get("rel_width"),
                     "warmup_skipped": bool(sampling.get("warmup_skipped")),
                     "stop": sampling.get("stop", ""),
+                    "phases_s": dict(record.extra.get("phases_s") or {}),
                     "disturbed": record.disturbed,
                     "disturbed_why": "; ".join(record.interference.get("reasons", ())),
                     "unit": unit,

@@ -29,6 +29,7 @@ from reports.tables import (
     environment_lines,
     linear_notes,
     problems,
+    run_time_table,
     scaled_notes,
     tables,
     timing_table,
@@ -123,6 +124,9 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
     for title, rows, table in scaling_tables(frame):
         out += [f"<h2>Scaling: {_esc(title)}</h2>", _table(table)]
         out += _figure(plots.scaling(rows, title))
+    run_time = run_time_table(frame) if not frame.empty else None
+    if run_time is not None and not run_time.empty:
+        out += ["<h2>Where the run's time went</h2>", _table(run_time)]
     if apart:
         out += ["<h2>Not compared</h2>", "<ul>"]
         out += [f"<li>{_esc(item.what)}: {_esc(item.reason)}</li>" for item in apart]

@@ -17,6 +17,7 @@ from reports.tables import (
     format_seconds,
     linear_notes,
     problems,
+    run_time_table,
     scaled_notes,
     tables,
     timing_table,
@@ -57,6 +58,10 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
     for title, _, table in scaling_tables(frame):
         out += [f"## Scaling: {title}", ""]
         out += [table.to_markdown(index=False, disable_numparse=True), ""]
+    run_time = run_time_table(frame) if not frame.empty else None
+    if run_time is not None and not run_time.empty:
+        out += ["## Where the run's time went", ""]
+        out += [run_time.to_markdown(index=False, disable_numparse=True), ""]
     if apart:
         out += ["## Not compared", ""]
         out += [f"- {item.what}: {item.reason}" for item in apart]

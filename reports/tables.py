@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 import pandas as pd
 
 from harness.store import Run
-from harness.units import format_seconds, number
+from harness.units import format_duration, format_seconds, number
 from reports.frame import GROUP
 
 
@@ -266,3 +266,29 @@ def at_a_glance(frame: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows).astype(object).fillna("-") if rows else pd.DataFrame()
+
+
+def run_time_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Where the run's own wall time went, summed over its cells, stage by stage (worker
+    stages: loading the scenario, starting JAX, preparing and checking, sampling,
+    counting; the runner's: process start-up and exit, interference probes), slowest
+    stage first, with the cell that spent the most in it."""
+    totals: dict[str, float] = {}
+    worst: dict[str, tuple[float, str]] = {}
+    for _, row in frame.iterrows():
+        label = f"{row['scenario']}/{row['backend']}/{row['size']}"
+        for stage, seconds in row["phases_s"].items():
+            totals[stage] = totals.get(stage, 0.0) + seconds
+            if seconds > worst.get(stage, (-1.0, ""))[0]:
+                worst[stage] = (seconds, label)
+    whole = sum(totals.values())
+    rows = [
+        {
+            "stage": stage,
+            "total": format_duration(seconds),
+            "share": f"{seconds / whole:.0%}" if whole else "",
+            "most in one cell": f"{format_seconds(worst[stage][0])} ({worst[stage][1]})",
+        }
+        for stage, seconds in sorted(totals.items(), key=lambda item: -item[1])
+    ]
+    return pd.DataFrame(rows, columns=["stage", "total", "share", "most in one cell"])

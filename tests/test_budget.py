@@ -38,6 +38,10 @@ def test_a_costly_backend_is_measured_on_part_of_the_work_and_scaled():
     assert 10 * STEP_S <= record.stats["median"] < 20 * STEP_S
     assert record.stats["count"] == len(record.samples_s) >= 3
     assert record.size_params == {"steps": 10}  # reported at the size it stands for
+    phases = record.extra["phases_s"]  # where the cell's time went, stage by stage
+    assert phases["sampling"] >= sum(record.samples_s)
+    assert phases["prepare and check"] >= 2 * STEP_S  # the checked first call, at 2 steps
+    assert sum(phases.values()) <= record.wall_s
 
 
 def test_a_cheap_backend_is_measured_whole_and_counted_exactly():
@@ -80,6 +84,8 @@ def test_reports_mark_scaled_cells_and_show_precision():
     markdown = render_markdown([run])
     assert "≈ " in markdown
     assert "≈ measured on 2 of 10 steps and scaled x5" in markdown
+    run_time = markdown.split("## Where the run's time went", 1)[1]
+    assert "| sampling " in run_time and "(steps/sleepy/smoke)" in run_time
     assert "(±" in markdown or "no interval" in markdown
     assert "no warm-up call**: the checked first call took over 1 s and warmed up (sleepy)" in (
         markdown
@@ -96,6 +102,21 @@ def test_beacon_throttles_sample_updates(tmp_path):
     beacon.samples(7)
     assert read_phase(tmp_path / "progress.txt") == "sampling: 7 samples"
     assert read_phase(tmp_path / "missing.txt") == "starting"
+
+
+def test_beacon_adds_up_stage_times(tmp_path):
+    now = [10.0]
+    beacon = Beacon(tmp_path / "progress.txt", clock=lambda: now[0])
+    beacon.stage("prepare and check", "preparing")
+    assert read_phase(tmp_path / "progress.txt") == "preparing"
+    now[0] = 12.5
+    beacon.stage("sampling")
+    now[0] = 13.0
+    beacon.stage("prepare and check")  # a stage entered twice adds up
+    now[0] = 13.25
+    beacon.stop()
+    beacon.stop()  # nothing running: no change
+    assert beacon.stages == {"prepare and check": 2.75, "sampling": 0.5}
 
 
 def test_heartbeat_emits_lines_while_the_block_runs(tmp_path):

@@ -68,6 +68,11 @@ def test_worker_runs_a_registered_scenario_cell_with_counts_and_decomposition():
     assert trace["dispatches"] == 1 and trace["kernels"] == record.counts["static"]["kernels"]
     assert record.counts["transfers"]["h2d"] == 0
     assert record.decomposition["launch_s"] == pytest.approx(trace["kernels"] * 1e-7)
+    phases = record.extra["phases_s"]  # the worker's stages plus the runner's share
+    assert {"sampling", "counting", "process start-up and exit", "interference probes"} <= set(
+        phases
+    )
+    assert sum(phases.values()) > record.wall_s
 
 
 def test_profile_command_writes_a_trace(tmp_path):
