@@ -100,7 +100,11 @@ def run_cell(
         "work": dict(scenario.work(size, cell.dtype)),
     }
     if not backend.runs_at(size.name):
-        return _skipped(scenario, backend, size, cell, base)
+        beacon.stage("skipped: estimate", "skipped at this size: estimating its cost")
+        skipped = _skipped(scenario, backend, size, cell, base)
+        beacon.stop()
+        extra = {**skipped.extra, "phases_s": beacon.stages}
+        return dataclasses.replace(skipped, wall_s=time.perf_counter() - started, extra=extra)
     try:
         beacon.stage("start JAX")
         from harness.environment import device_info

@@ -80,10 +80,12 @@ def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code):
 
 def test_resume_refuses_another_environment_without_force(tmp_path):
     out = tmp_path / "run.json"
-    process = scanbench(*run_toy(out, ["good", "hang"], "--timeout", "6"))
+    # a long timeout: the run must be interrupted while "hang" runs, even on a loaded machine
+    process = scanbench(*run_toy(out, ["good", "hang"], "--timeout", "40"))
     wait_for_records(journal_path(out), 1)
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
     journal = journal_path(out)
     lines = journal.read_text().splitlines()
     header = json.loads(lines[0])

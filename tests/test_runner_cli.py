@@ -42,6 +42,9 @@ def test_run_with_failing_cells(tmp_path):
     assert by_name["hang"].status == "failed" and "timeout" in by_name["hang"].error
     assert by_name["default-only"].status == "skipped"
     assert "slow" in by_name["default-only"].error
+    # a skipped cell's time is its own stage, not the worker's start-up
+    assert "skipped: estimate" in by_name["default-only"].extra["phases_s"]
+    assert "process start-up and exit" in by_name["default-only"].extra["phases_s"]
     assert run.environment["memory_bandwidth"]["bytes_per_s"] > 0
     assert run.environment["device_count"] >= 1
     markdown = md.read_text()
