@@ -152,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the counting passes (dispatches, kernels, transfers) and overheads",
     )
+    run.add_argument(
+        "--count-parts",
+        action="store_true",
+        help="store each count's fixed and per-unit parts (counted at 2, 3 and 4 units of "
+        "the scenario's count_along, e.g. MPPI generations) also at sizes with 4 or fewer "
+        "units; costs compiles at two more sizes per cell",
+    )
 
     profile = commands.add_parser(
         "profile", help="write a Perfetto/XProf trace of one cell and summarise its counts"
@@ -284,7 +291,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
         max_time_s=args.max_time,
         target_width=args.target_width,
     )
-    plan = Plan(tuple(cells), timing, args.timeout, not args.no_probes)
+    plan = Plan(tuple(cells), timing, args.timeout, not args.no_probes, args.count_parts)
     scenarios = {cell.scenario: get_scenario(cell.scenario, cell.scenario_file) for cell in cells}
     invocation = {
         "argv": sys.argv[1:],

@@ -1,17 +1,17 @@
 """The counting passes of a cell: trace, transfers, compilations, static HLO (never while
 timing).
 
-Each pass runs separately from the timing pass (profiling costs about 7% per dispatch; the
-transfer guard adds its own cost): one call under the profiler (dispatches, kernels), one
-call under the transfer guard that also collects the compilation events (the
-``jax.monitoring`` listeners cost nothing, and the guard only acts on transfers), and the
-static HLO estimate. A probe that fails stores its error next to the counts instead of a
-number; the timing stays valid.
+The counting runs apart from the timing pass (profiling costs about 7% per dispatch; the
+transfer guard adds its own cost), as ONE call under the transfer guard, the profiler
+(dispatches, kernels) and the compilation listeners together: none of them changes what
+the others count (the guard logs transfers to fd 2, the profiler records events, the
+``jax.monitoring`` listeners cost nothing), and a costly call (an eager loop: ~10 s) is not
+repeated for each probe. Then the static HLO estimate. A probe that fails stores its error
+next to the counts instead of a number; the timing stays valid.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any
 
@@ -45,27 +45,39 @@ def counts_per_call(
     scenario: Scenario,
     backend: Backend,
     size: Size,
-    prepared: Any,
+    prepared: Any | None,
     seed: int,
     dtype: str,
     device: dict[str, Any],
+    parts: bool = False,
 ) -> dict[str, Any]:
-    """`count_cell` of one call at ``size``; for a scenario with ``count_along`` (and that
-    parameter above 4), counted with it at 2, 3 and 4 and extrapolated exactly
-    (`harness.linear_counts`)."""
+    """Exact counts of one call at ``size``.
+
+    For a scenario with ``count_along`` whose value n is above 4 (or, with ``parts``, at
+    least 2), counted with it at 2, 3 and 4 and extrapolated by the checked linear model
+    (`harness.linear_counts`): exact totals plus each count's fixed and per-unit parts.
+    Otherwise counted directly on one call at ``size`` (exact; no parts), using
+    ``prepared`` (a warm call at ``size``) or, when None, preparing and warming it here.
+    """
     from harness.linear_counts import POINTS, linear_counts
     from harness.timing import call_and_wait
 
+    def warm(at: Size) -> Any:
+        ready = backend.prepare(scenario.make_inputs(at, seed, dtype), at)
+        call_and_wait(backend.run, ready)  # warm: compile-on-first-call paths
+        return ready
+
     along = scenario.count_along
     n = size[along] if along else None
-    if along is None or not isinstance(n, int) or n <= max(POINTS):
-        return {**count_cell(backend, prepared, device["platform"]), "scale": 1.0}
+    modelled = isinstance(n, int) and (n > max(POINTS) or (parts and n >= min(POINTS)))
+    if along is None or not modelled:
+        ready = warm(size) if prepared is None else prepared
+        return {**count_cell(backend, ready, device["platform"]), "scale": 1.0}
     points = []
     for units in POINTS:
         small = Size(f"{size.name}-{along}-{units}", {**size.params, along: units})
-        small_prepared = backend.prepare(scenario.make_inputs(small, seed, dtype), small)
-        call_and_wait(backend.run, small_prepared)  # warm: compile-on-first-call paths
-        points.append(count_cell(backend, small_prepared, device["platform"]))
+        ready = prepared if units == n and prepared is not None else warm(small)
+        points.append(count_cell(backend, ready, device["platform"]))
     return {**linear_counts(points, along, n), "scale": 1.0}
 
 
@@ -75,41 +87,56 @@ def count_cell(
     """Counts for one call of ``backend.run(prepared)``; see the module doc."""
     from harness.probes.compilations import count_compilations
     from harness.probes.gpu import command_buffers_enabled, count_gpu_events
-    from harness.probes.trace import trace_calls
+    from harness.probes.trace import count_events, recording
     from harness.probes.transfers import count_transfers
     from harness.timing import call_and_wait
 
     counts: dict[str, Any] = {"calls": 1}
-    try:
-        trace, events = trace_calls(backend.run, prepared, calls=1, log_dir=log_dir)
-        counts["trace"] = trace.to_json()
-        if platform == "gpu":
-            flags = os.environ.get("XLA_FLAGS", "")
-            counts["gpu"] = count_gpu_events(events, command_buffers_enabled(flags)).to_json()
-    except Exception as error:  # stored next to the counts; the cell's timing stays valid
-        counts["trace_error"] = f"{type(error).__name__}: {error}"
-    # one call for transfers and compilations (the monitoring listeners cost nothing; the
-    # transfer guard only acts on transfers): a costly call is not repeated for each
+    traced: list[Any] = []  # the trace's events, once recorded
+    trace_errors: list[str] = []
     compilations: list[Any] = []
+    outputs: list[Any] = []
 
-    def call_counting_compilations() -> Any:
-        outputs: list[Any] = []
-        compilations.append(
-            count_compilations(lambda: outputs.append(call_and_wait(backend.run, prepared)))
-        )
+    def call() -> None:
+        outputs.append(call_and_wait(backend.run, prepared))
+
+    def counted_call() -> Any:
+        """One call under the profiler and the compilation listeners (inside the transfer
+        guard when that probe works); without the profiler when it cannot start."""
+        try:
+            with recording(log_dir) as events:
+                compilations.append(count_compilations(call))
+            traced.append(events)
+        except Exception as error:  # stored next to the counts; the timing stays valid
+            trace_errors.append(f"{type(error).__name__}: {error}")
+            if not outputs:  # the profiler failed before the call: call without it
+                compilations.append(count_compilations(call))
         return outputs[0]
 
     try:
-        counts["transfers"] = count_transfers(call_counting_compilations, platform).to_json()
+        counts["transfers"] = count_transfers(counted_call, platform).to_json()
     except Exception as error:
         counts["transfers_error"] = f"{type(error).__name__}: {error}"
     try:
-        if not compilations:  # the transfer probe failed before the call: a call of its own
-            call = functools.partial(call_and_wait, backend.run, prepared)
-            compilations.append(count_compilations(call))
-        counts["compilations"] = compilations[0].to_json()
+        if not outputs:  # the transfer probe failed before the call: the call on its own
+            counted_call()
     except Exception as error:
-        counts["compilations_error"] = f"{type(error).__name__}: {error}"
+        trace_errors.append(f"{type(error).__name__}: {error}")
+    if traced:
+        try:
+            counts["trace"] = count_events(traced[0]).to_json()
+            if platform == "gpu":
+                flags = os.environ.get("XLA_FLAGS", "")
+                gpu = count_gpu_events(traced[0], command_buffers_enabled(flags))
+                counts["gpu"] = gpu.to_json()
+        except Exception as error:
+            trace_errors.append(f"{type(error).__name__}: {error}")
+    if trace_errors:
+        counts["trace_error"] = trace_errors[0]
+    if compilations:
+        counts["compilations"] = compilations[0].to_json()
+    else:
+        counts["compilations_error"] = trace_errors[0] if trace_errors else "no counted call"
     try:
         counts["static"] = static_counts(backend, prepared)
     except Exception as error:

@@ -11,6 +11,7 @@ those it was started with.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,7 @@ from harness.api import InputError, Record, StoreError
 from harness.interrupts import signals_raise
 from harness.journal import Journal, journal_path, read_journal
 from harness.registry import Cell
-from harness.runner import run_cells
+from harness.runner import measure_cell, run_cells
 from harness.store import Run, load_run, write_run
 from harness.timing import TimingConfig
 
@@ -46,6 +47,7 @@ class Plan:
     timing: TimingConfig
     timeout_s: float
     probes: bool
+    count_parts: bool = False  # see harness.worker.run_cell
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class Plan:
             "timing": dataclasses.asdict(self.timing),
             "timeout_s": self.timeout_s,
             "probes": self.probes,
+            "count_parts": self.count_parts,
         }
 
     @classmethod
@@ -63,6 +66,7 @@ class Plan:
                 TimingConfig(**invocation["timing"]),
                 float(invocation["timeout_s"]),
                 bool(invocation["probes"]),
+                bool(invocation.get("count_parts", False)),
             )
         except (KeyError, TypeError, ValueError) as error:
             raise StoreError(
@@ -157,6 +161,7 @@ def execute(
             show_progress,
             dict(environment),
             plan.probes,
+            run_one=functools.partial(measure_cell, count_parts=plan.count_parts),
             on_record=save,
         )
     journal_file.unlink(missing_ok=True)  # complete: the results file holds everything

@@ -113,9 +113,11 @@ def run_cell_in_worker(
     counts_only: bool = False,
     environ: dict[str, str] | None = None,
     emit: Callable[[str], None] | None = None,
+    count_parts: bool = False,
 ) -> Record:
     """One cell in a fresh process; never raises for a failure of the cell itself.
-    ``emit`` receives a heartbeat line every 30 s while it runs."""
+    ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
+    `harness.worker.run_cell`."""
     started = time.perf_counter()
     environ = environ_for(cell.devices, os.environ if environ is None else environ)
     load = LoadSamples()
@@ -124,7 +126,8 @@ def run_cell_in_worker(
     worker_started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
-        spec.write_text(json.dumps(cell_spec(cell, timing, probes, counts_only)), encoding="utf-8")
+        spec_json = cell_spec(cell, timing, probes, counts_only, count_parts)
+        spec.write_text(json.dumps(spec_json), encoding="utf-8")
         beat = (cell.label, emit) if emit is not None else None
         data, error = _run_worker(
             ["cell", str(spec), str(out)], out, timeout_s, environ, load, beat
@@ -189,13 +192,14 @@ def measure_cell(
     environment: dict[str, Any] | None = None,
     probes: bool = True,
     emit: Callable[[str], None] | None = None,
+    count_parts: bool = False,
 ) -> Record:
     """A cell in a worker, plus its time decomposition from the run's unit costs.
 
     On a GPU, JAX cells are profiled a second time in a counts-only worker with command
     buffers kept on while profiling (``counts["gpu_command_buffers"]``).
     """
-    record = run_cell_in_worker(cell, timing, timeout_s, probes, emit=emit)
+    record = run_cell_in_worker(cell, timing, timeout_s, probes, emit=emit, count_parts=count_parts)
     if record.status != "ok" or not probes:
         return record
     environment = environment or {}

@@ -72,6 +72,7 @@ def run_cell(
     probes: bool = True,
     counts_only: bool = False,
     beacon: Beacon | None = None,
+    count_parts: bool = False,
 ) -> Record:
     """Prepare, check, time, then count one cell; any exception becomes a failed record.
 
@@ -80,6 +81,8 @@ def run_cell(
         counts_only: check and count, but take no timing samples (used for the extra GPU
             profiling pass with command buffers on).
         beacon: where the cell's phase is written for the runner's heartbeat.
+        count_parts: count along the scenario's ``count_along`` at 2, 3 and 4 even when
+            the size has 4 or fewer, to store each count's fixed and per-unit parts.
     """
     beacon = beacon or Beacon(None)
     started = time.perf_counter()
@@ -123,7 +126,8 @@ def run_cell(
         counts: dict[str, Any] = {}
         if probes or counts_only:
             beacon.stage("counting", "counting (trace, transfers, HLO)")
-            counts = _counts(scenario, backend, size, cell, measured, base["device"])
+            device = base["device"]
+            counts = _counts(scenario, backend, size, cell, measured, device, count_parts)
     except Exception as error:  # a failed cell is stored with its error; the run goes on
         beacon.stop()
         return Record(
@@ -255,21 +259,17 @@ def _measure(
     )
 
 
-def _counts(scenario, backend, size, cell, measured: _Measured, device) -> dict[str, Any]:
-    """Counts per call at ``size``: exact (directly, or by the linear model of
-    `counts_per_call`); for a cell measured on part of the work at a size too small for
-    the linear model, the reduced call's counts with ``scale`` = the work ratio
-    (approximate: once-per-call work is scaled too; the reports say so)."""
-    from harness.linear_counts import POINTS
-
-    along = scenario.count_along
-    if measured.factor == 1.0 or size[along] > max(POINTS):
-        prepared = measured.prepared if measured.factor == 1.0 else None
-        return counts_per_call(scenario, backend, size, prepared, cell.seed, cell.dtype, device)
-    counts = counts_per_call(
-        scenario, backend, measured.size, measured.prepared, cell.seed, cell.dtype, device
+def _counts(
+    scenario, backend, size, cell, measured: _Measured, device, parts: bool = False
+) -> dict[str, Any]:
+    """Exact counts per call at ``size`` (`counts_per_call`: directly, or by the checked
+    linear model). A cell timed on part of the work (`_measure`) is still counted at the
+    full size: its reduced call's counts x the work ratio would scale once-per-call work
+    too (setup, the one dispatch of a scanned loop)."""
+    prepared = measured.prepared if measured.factor == 1.0 else None
+    return counts_per_call(
+        scenario, backend, size, prepared, cell.seed, cell.dtype, device, parts=parts
     )
-    return {**counts, "scale": measured.factor, "scaled_from": {along: measured.size[along]}}
 
 
 def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
@@ -291,13 +291,18 @@ def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
 
 
 def cell_spec(
-    cell: Cell, timing: TimingConfig, probes: bool = True, counts_only: bool = False
+    cell: Cell,
+    timing: TimingConfig,
+    probes: bool = True,
+    counts_only: bool = False,
+    count_parts: bool = False,
 ) -> dict[str, Any]:
     return {
         "cell": dataclasses.asdict(cell),
         "timing": dataclasses.asdict(timing),
         "probes": probes,
         "counts_only": counts_only,
+        "count_parts": count_parts,
     }
 
 
@@ -310,6 +315,7 @@ def main(argv: list[str]) -> int:
             probes=spec.get("probes", True),
             counts_only=spec.get("counts_only", False),
             beacon=Beacon(Path(argv[2]).parent / PROGRESS_FILE),
+            count_parts=spec.get("count_parts", False),
         )
         write_json_atomic(argv[2], record.to_json())
         return 0

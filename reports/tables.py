@@ -102,8 +102,7 @@ def scaled_notes(ok: pd.DataFrame) -> list[str]:
     """One line per cell measured on part of the work (≈ in the table)."""
     return [
         f"{row.backend}: ≈ measured on {row.scaled_from} and scaled x{row.scale:g} "
-        "(one whole call would exceed the time budget); its counts too where they could "
-        "not be extrapolated exactly"
+        "(one whole call would exceed the time budget); its counts are of the whole call"
         for row in ok.itertuples()
         if row.scale != 1.0
     ]

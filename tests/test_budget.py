@@ -62,11 +62,19 @@ def test_a_scaled_cell_is_counted_exactly_by_the_linear_model_when_it_can_be():
     assert record.counts["scale"] == 1.0 and "scaled_from" not in record.counts
 
 
-def test_a_scaled_cell_too_small_for_the_linear_model_counts_its_part_and_says_so():
+def test_a_scaled_cell_too_small_for_the_linear_model_is_counted_whole():
+    """Timed on 2 of 4 steps and scaled x2, but counted on the whole call: 4 per-step
+    dispatches + 2 at the end = 6 (the reduced call's 4 x 2 would say 8)."""
     budget = TimingConfig(warmup=0, min_time_s=0.0, min_count=3, max_time_s=0.05)
-    record = run_cell(_cell("sleepy", "four"), budget, probes=True)
+    record = run_cell(_cell("sleepy-jax", "four"), budget, probes=True)
+    assert record.status == "ok", record.error
     assert record.sampling["scaled"]["factor"] == 2.0
-    assert record.counts["scale"] == 2.0 and record.counts["scaled_from"] == {"steps": 2}
+    assert record.counts["scale"] == 1.0 and "scaled_from" not in record.counts
+    assert record.counts["trace"]["dispatches"] == 4 + 2
+    assert "linear" not in record.counts  # counted directly: no parts
+    parted = run_cell(_cell("sleepy-jax", "four"), budget, probes=True, count_parts=True)
+    assert parted.counts["trace"]["dispatches"] == 6
+    assert parted.counts["linear"]["model"]["trace.dispatches"] == [2, 1]  # 2 + 1 x steps
 
 
 def test_reports_mark_scaled_cells_and_show_precision():
@@ -148,3 +156,20 @@ def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
     assert "[1/2] steps/quick/smoke/float64: running" in err
     assert "  ... heartbeat" in err
     assert "about" in err and "left" in err  # an ETA after the first cell
+
+
+def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
+    from harness.cli import main
+    from harness.run import Plan
+    from harness.store import load_run
+
+    out = tmp_path / "parts.json"
+    argv = ["run", "--scenario-file", STEPS, "--backend", "sleepy-jax", "--size", "four"]
+    argv += ["--max-time", "0.05", "--count-parts", "--quiet", "--out", str(out)]
+    assert main(argv) == 0
+    run = load_run(out)
+    (record,) = run.records
+    assert record.counts["linear"]["model"]["trace.dispatches"] == [2, 1]
+    plan = Plan.from_invocation(run.invocation, out)
+    assert plan.count_parts
+    assert not Plan.from_invocation({**run.invocation, "count_parts": False}, out).count_parts

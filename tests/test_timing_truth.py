@@ -113,10 +113,14 @@ def test_profile_and_counting_wait_too():
     scenario = toy.SCENARIO
     size = scenario.size("smoke")
     backend = scenario.backend("jax-async")
+    from harness.timing import call_and_wait
+
     prepared = backend.prepare(scenario.make_inputs(size, 0, "float64"), size)
+    call_and_wait(backend.run, prepared)  # as in the worker: counted after the check call
     counts = count_cell(backend, prepared, "cpu")
     assert counts["trace"]["dispatches"] == 1
     assert counts["compilations"]["compiles"] == 0  # warm: nothing retraced in the call
+    assert counts["transfers"]["h2d"] == 0  # the same one call, under the transfer guard
 
 
 # ------------------------------------------------------------------ strict checks

@@ -38,6 +38,8 @@ from typing import Any, NamedTuple
 HOST_PLANE = "/host:CPU"
 EXECUTE_PREFIX = "CommonPjRtLoadedExecutable::Execute"
 EXECUTE_PHASES = ("CommonPjRtLoadedExecutable::ExecutePrepare",)
+END_MARKER = "end: "
+HLO_NAME = re.compile(r"^[\w.\-]+$")  # what an HLO instruction may be called
 PJIT = re.compile(r"^PjitFunction\((?P<name>.*)\)$")
 CONTAINER = re.compile(r"^(while|conditional)(\.\d+)?$")
 DEVICE_EXECUTE = re.compile(r"^\[(?P<device>\d+)\] CommonPjRtLoadedExecutable::Execute")
@@ -176,17 +178,32 @@ def _executions_by_device(host: Iterable[TraceEvent]) -> dict[str, int]:
 
 
 def flatten(profile: Any) -> Iterator[TraceEvent]:
-    """Flatten a ``jax.profiler.ProfileData`` into TraceEvents."""
+    """Flatten a ``jax.profiler.ProfileData`` into TraceEvents.
+
+    The host plane's ``end: <op>`` markers (one per XLA:CPU thunk, half of a loop
+    backend's events) count as nothing and are dropped before their stats are read, and
+    on that plane only events named like an HLO instruction (``fusion.3``, ``copy``;
+    not ``PjitFunction(f)``, ``ThreadpoolListener::Record``, ``Wait for usage holds``)
+    can be kernels, so only theirs are read: reading stats is most of the cost (measured
+    on the sequential MPPI loop at `default`, 2 generations: 1.9 M events, 19 s -> X s).
+    """
     for plane in profile.planes:
+        plane_name = plane.name
+        host = plane_name == HOST_PLANE
         for line in plane.lines:
+            line_name = line.name
             for event in line.events:
+                name = event.name
+                if host and name.startswith(END_MARKER):
+                    continue
+                stats = dict(event.stats) if not host or HLO_NAME.match(name) else {}
                 yield TraceEvent(
-                    plane.name,
-                    line.name,
-                    event.name,
+                    plane_name,
+                    line_name,
+                    name,
                     float(event.start_ns),
                     float(event.duration_ns),
-                    dict(event.stats),
+                    stats,
                 )
 
 

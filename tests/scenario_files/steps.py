@@ -38,6 +38,22 @@ def _sleepy(x):
     return out
 
 
+def _sleepy_jax(x):
+    """One jitted call per step, then a stack and a sum: dispatches = steps + 2 (a fixed
+    part that scaling a reduced call would multiply)."""
+    import jax
+    import jax.numpy as jnp
+
+    double, total = jax.jit(lambda v: 2.0 * v), jax.jit(jnp.sum)
+    out = []
+    for value in x:
+        time.sleep(STEP_S)
+        out.append(double(value))
+    stacked = jnp.stack(out)
+    total(stacked).block_until_ready()
+    return np.asarray(stacked)
+
+
 def _backend(name, run, **kwargs):
     return Backend(
         name=name,
@@ -65,6 +81,7 @@ SCENARIO = Scenario(
     backends={
         "sleepy": _backend("sleepy", _sleepy),
         "quick": _backend("quick", lambda x: 2.0 * x),
+        "sleepy-jax": _backend("sleepy-jax", _sleepy_jax),
     },
     throughput_unit="steps",
     dtypes=("float64",),
