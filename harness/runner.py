@@ -282,3 +282,39 @@ def _eta(walls: Sequence[float], total: int, started: float) -> str:
     if left:
         text += f", about {format_duration(elapsed / len(walls) * left)} left"
     return text + ")"
+
+
+def count_cells(cells: Sequence[Cell], timeout_s: float, jobs: int | None = None) -> list[Record]:
+    """Check and count cells (no timing) in up to ``jobs`` workers at once (default: one
+    per CPU). Counts are deterministic, so a busy machine changes how long they take, not
+    what they are; never use this for cells that are timed. Records come back in the
+    order of ``cells``; a line per finished cell goes to stderr."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(cells) or 1))
+    started = time.perf_counter()
+    timing = TimingConfig()
+
+    def emit(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    emit(f"counting {len(cells)} cells, {jobs} at a time (counts only: not timed)")
+    records: dict[int, Record] = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {
+            pool.submit(run_cell_in_worker, cell, timing, timeout_s, True, True, emit=emit): i
+            for i, cell in enumerate(cells)
+        }
+        try:
+            for future in as_completed(futures):
+                index = futures[future]
+                records[index] = future.result()
+                elapsed = format_duration(time.perf_counter() - started)
+                emit(
+                    f"[{len(records)}/{len(cells)}] {cells[index].label}: "
+                    f"{_describe(records[index])} (run {elapsed})"
+                )
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return [records[i] for i in range(len(cells))]

@@ -173,3 +173,14 @@ def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
     plan = Plan.from_invocation(run.invocation, out)
     assert plan.count_parts
     assert not Plan.from_invocation({**run.invocation, "count_parts": False}, out).count_parts
+
+
+def test_counts_only_cells_run_side_by_side_and_come_back_in_order(capsys):
+    from harness.runner import count_cells
+
+    cells = [_cell("sleepy-jax", "four"), _cell("quick"), _cell("sleepy-jax", "default")]
+    records = count_cells(cells, timeout_s=120, jobs=2)
+    assert [r.key for r in records] == [c.key for c in cells]
+    assert all(r.status == "ok" and not r.samples_s for r in records)  # counted, not timed
+    assert [r.counts["trace"]["dispatches"] for r in (records[0], records[2])] == [6, 4]
+    assert "counting 3 cells, 2 at a time (counts only: not timed)" in capsys.readouterr().err
