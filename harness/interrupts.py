@@ -23,14 +23,24 @@ class Interrupted(HarnessError):
         return 128 + self.signum
 
 
+_pending: list[int] = []  # signals received in the block, until raised where it is safe
+
+
 @contextmanager
 def signals_raise() -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM raise `Interrupted` in the main thread."""
+    """Within the block, SIGINT and SIGTERM raise `Interrupted` in the main thread.
+
+    A handler's exception can be swallowed: a signal that lands while Python runs a
+    callback whose exceptions are ignored (measured: ``logging``'s after-fork hook while
+    ``subprocess.Popen`` starts a worker, "Exception ignored in: _releaseLock") would be
+    lost, and the run would go on. So the signal is also kept, and `raise_if_interrupted`
+    raises it at the next safe point (right after each worker starts)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
+        _pending.append(signum)
         raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -39,3 +49,11 @@ def signals_raise() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        _pending.clear()
+
+
+def raise_if_interrupted() -> None:
+    """Raise `Interrupted` for a signal received in `signals_raise` whose exception was
+    swallowed (or not raised yet); nothing otherwise."""
+    if _pending:
+        raise Interrupted(_pending[-1])

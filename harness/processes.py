@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
 
+from harness.interrupts import raise_if_interrupted
+
 STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
 PR_SET_PDEATHSIG = 1
 
@@ -94,6 +96,7 @@ def run_worker_process(
     )
     context = while_running(process.pid) if while_running else nullcontext()
     try:
+        raise_if_interrupted()  # a Ctrl-C during the fork may have been swallowed
         with context:
             _, stderr = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -32,6 +32,7 @@ from harness.interference import (
 from harness.processes import run_worker_process, stderr_tail
 from harness.registry import Cell, get_scenario
 from harness.sharding import environ_for
+from harness.statistics import summarize_scaled
 from harness.timing import TimingConfig
 from harness.units import format_duration, format_seconds
 from harness.worker import cell_spec
@@ -145,13 +146,24 @@ def run_cell_in_worker(
     if error is not None:
         record = _failed_record(cell, error, time.perf_counter() - started)
     else:
-        record = Record.from_json(data)
+        record = with_stats(Record.from_json(data), timing.confidence)
     phases = dict(record.extra.get("phases_s", {}))
     if error is None:  # the worker's own stages; the rest of its life is start-up and exit
         phases["process start-up and exit"] = max(0.0, worker_s - (record.wall_s or 0.0))
     phases["interference probes"] = time.perf_counter() - started - worker_s
     extra = {**record.extra, "phases_s": phases}
     return dataclasses.replace(record, interference=interference, extra=extra)
+
+
+def with_stats(record: Record, confidence: float) -> Record:
+    """The record with its ``stats`` computed from its samples (the worker leaves them to
+    the runner, see `harness.worker.run_cell`), scaled like the samples' work when the
+    cell was measured on part of it."""
+    if record.status != "ok" or not record.samples_s or record.stats:
+        return record
+    factor = (record.sampling.get("scaled") or {}).get("factor", 1.0)
+    stats = summarize_scaled(record.samples_s, confidence, record.seed, factor)
+    return dataclasses.replace(record, stats=stats)
 
 
 def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, Any]:

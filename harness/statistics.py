@@ -66,6 +66,23 @@ def ratio_interval(
     return point, float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
+UNSCALED_STATS = ("count", "confidence")
+
+
+def summarize_scaled(
+    samples: Sequence[float], confidence: float, seed: int, factor: float = 1.0
+) -> dict[str, float | int | None]:
+    """`summarize`, with every time x ``factor`` (samples of part of the work, see
+    `harness.worker`: the statistics stand for the whole call)."""
+    stats = summarize(samples, confidence, seed=seed)
+    if factor == 1.0:
+        return stats
+    return {
+        key: value if key in UNSCALED_STATS or value is None else value * factor
+        for key, value in stats.items()
+    }
+
+
 def summarize(
     samples: Sequence[float], confidence: float = 0.95, seed: int = 0
 ) -> dict[str, float | int | None]:

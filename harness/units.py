@@ -6,7 +6,8 @@ import math
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """No number to show: None, NaN, or an overflow (a 1e-299 s median gives inf/s)."""
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
 def format_seconds(value: float | None) -> str:

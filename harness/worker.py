@@ -34,7 +34,6 @@ from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
 from harness.registry import Cell, get_scenario
 from harness.sharding import cell_device_info, initialize_distributed
-from harness.statistics import summarize
 from harness.store import write_json_atomic
 from harness.timing import TimingConfig, repeat, time_call
 from harness.units import format_seconds
@@ -73,6 +72,7 @@ def run_cell(
     counts_only: bool = False,
     beacon: Beacon | None = None,
     count_parts: bool = False,
+    summarize: bool = True,
 ) -> Record:
     """Prepare, check, time, then count one cell; any exception becomes a failed record.
 
@@ -83,6 +83,9 @@ def run_cell(
         beacon: where the cell's phase is written for the runner's heartbeat.
         count_parts: count along the scenario's ``count_along`` at 2, 3 and 4 even when
             the size has 4 or fewer, to store each count's fixed and per-unit parts.
+        summarize: compute ``stats`` here; the cell worker leaves them to the runner
+            (`harness.runner.with_stats`), sparing every worker the ~0.9 s import of
+            ``scipy.stats``.
     """
     beacon = beacon or Beacon(None)
     started = time.perf_counter()
@@ -139,10 +142,10 @@ def run_cell(
         )
     beacon.stop()
     stats: dict[str, Any] = {}
-    if measured.samples:
-        stats = summarize(measured.samples, timing.confidence, seed=cell.seed)
-        if measured.factor != 1.0:  # measured on part of the work: every time scales
-            stats = {key: _scaled(key, value, measured.factor) for key, value in stats.items()}
+    if measured.samples and summarize:
+        from harness.statistics import summarize_scaled
+
+        stats = summarize_scaled(measured.samples, timing.confidence, cell.seed, measured.factor)
     return Record(
         status="ok",
         prepare_s=measured.prepare_s,
@@ -159,16 +162,6 @@ def run_cell(
         },
         **base,
     )
-
-
-UNSCALED_STATS = ("count", "confidence")
-
-
-def _scaled(key: str, value: Any, factor: float) -> Any:
-    """A summary statistic of samples of part of the work, scaled to the whole."""
-    if key in UNSCALED_STATS or value is None:
-        return value
-    return value * factor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,6 +309,7 @@ def main(argv: list[str]) -> int:
             counts_only=spec.get("counts_only", False),
             beacon=Beacon(Path(argv[2]).parent / PROGRESS_FILE),
             count_parts=spec.get("count_parts", False),
+            summarize=False,  # the runner summarizes (it has scipy.stats loaded already)
         )
         write_json_atomic(argv[2], record.to_json())
         return 0

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
@@ -74,6 +74,7 @@ BAD_TIME = re.compile(r"\bnan\b|\binf\b|\| -\d", re.IGNORECASE)
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(path=st.sampled_from(FIELDS), value=VALUES)
+@example(path=("records", 0, "stats", "median"), value=2.2250738585072014e-308)  # inf/s
 def test_report_on_a_mutated_results_file(tmp_path, capsys, path, value):
     source = tmp_path / "run.json"
     source.write_text(json.dumps(mutated(path, value)))

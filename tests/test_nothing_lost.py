@@ -3,6 +3,7 @@ with their run, crashed cells are shown, outputs and inputs are checked at the d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -204,3 +205,25 @@ def test_the_report_never_overwrites_its_input(tmp_path, capsys):
     assert main(["report", str(copy), "--md", str(copy)]) == 2
     assert "neither one of the results files" in capsys.readouterr().err
     assert load_run(copy).records  # untouched
+
+
+def test_a_signal_whose_exception_was_swallowed_still_stops_the_run():
+    """A Ctrl-C that lands in a callback whose exceptions Python ignores (logging's
+    after-fork hook while a worker starts: seen once as 'Exception ignored in:
+    _releaseLock', and the run went on) is raised right after the worker starts, and the
+    worker is stopped."""
+    from harness.interrupts import Interrupted, signals_raise
+    from harness.processes import run_worker_process
+
+    with signals_raise():
+        handler = signal.getsignal(signal.SIGINT)
+        with contextlib.suppress(Interrupted):  # what an ignored-exception callback does
+            handler(signal.SIGINT, None)
+        started = time.perf_counter()
+        with pytest.raises(Interrupted) as raised:
+            run_worker_process([sys.executable, "-c", "import time; time.sleep(60)"], {}, 120)
+        assert raised.value.exit_code == 130
+        assert time.perf_counter() - started < 30  # stopped, not waited for
+    with signals_raise():  # a new block starts with nothing pending
+        finished = run_worker_process([sys.executable, "-c", "pass"], dict(os.environ), 60)
+        assert finished.returncode == 0

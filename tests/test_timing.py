@@ -193,3 +193,27 @@ def test_summarize_edge_cases():
 def test_timing_config_rejects_bad_values(kwargs, message):
     with pytest.raises(InputError, match=message):
         TimingConfig(**kwargs)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.99, 0.9])
+def test_the_median_interval_is_the_one_scipy_quantile_test_picks(confidence):
+    from scipy import stats
+
+    from harness.timing import median_interval_indices
+
+    rng = np.random.default_rng(0)
+    for count in range(2, 1001):
+        low, high = median_interval_indices(count, confidence)
+        binom = stats.binom(count, 0.5)
+        alpha = (1 - confidence) / 2
+        assert (low, high) == (int(binom.ppf(alpha)) - 1, int(binom.isf(alpha))), count
+        if count <= 200:  # and the same interval on data
+            values = rng.lognormal(size=count)
+            ci = stats.quantile_test(values, q=np.median(values), p=0.5).confidence_interval(
+                confidence
+            )
+            width = relative_width(values, confidence)
+            if np.isfinite(ci.low) and np.isfinite(ci.high):
+                assert width == pytest.approx((ci.high - ci.low) / np.median(values), rel=1e-12)
+            else:
+                assert width is None
