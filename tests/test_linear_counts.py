@@ -12,6 +12,7 @@ from harness.api import InputError, Size
 from harness.counting import counts_per_call, per_call_breakdowns, per_call_counts
 from harness.environment import device_info
 from harness.linear_counts import extrapolate, linear_counts
+from harness.timing import call_and_wait
 
 
 def point(g: int) -> dict:
@@ -91,6 +92,7 @@ def count(scenario, size, backend_name: str) -> dict:
     jax.config.update("jax_enable_x64", False)
     backend = scenario.backend(backend_name)
     prepared = backend.prepare(scenario.make_inputs(size, 0, "float32"), size)
+    call_and_wait(backend.run, prepared)  # counted warm, as in the worker
     return counts_per_call(scenario, backend, size, prepared, 0, "float32", device_info())
 
 
@@ -118,3 +120,16 @@ def test_sequential_dispatches_match_a_hand_count(mppi_g6):
     assert per_call_counts(counts)["dispatches"] == fixed + per_generation * g
     assert per_generation >= 2 * p * e * s and fixed >= 0
     assert counts["linear"]["not_linear"] == [] and counts["linear"]["not_linear_details"] == []
+
+
+@pytest.mark.parametrize("backend", ["scanned", "sharded"])
+def test_at_default_a_scanned_tuning_run_is_one_dispatch_counted_directly(backend):
+    """At `default` (G = 4, not above 4) the call is counted directly: exact, no parts."""
+    from scenarios.mppi_tuning import SCENARIO
+
+    size = SCENARIO.size("default")
+    assert size["generations"] == 4
+    counts = count(SCENARIO, size, backend)
+    per_call = per_call_counts(counts)
+    assert per_call["dispatches"] == 1 and per_call["executions"] == 1 and per_call["h2d"] == 0
+    assert "linear" not in counts and counts["scale"] == 1.0
