@@ -269,6 +269,10 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
     """The cells and timing settings of a new run, and the invocation to store."""
     from harness.sharding import distributed_settings
 
+    if args.count_parts and args.no_probes:
+        raise InputError(
+            "--count-parts stores parts of the counts, which --no-probes skips; drop one"
+        )
     sizes = _comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")
     device_counts = (
         [None]

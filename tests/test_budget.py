@@ -184,3 +184,13 @@ def test_counts_only_cells_run_side_by_side_and_come_back_in_order(capsys):
     assert all(r.status == "ok" and not r.samples_s for r in records)  # counted, not timed
     assert [r.counts["trace"]["dispatches"] for r in (records[0], records[2])] == [6, 4]
     assert "counting 3 cells, 2 at a time (counts only: not timed)" in capsys.readouterr().err
+
+
+def test_count_parts_without_probes_is_refused_in_one_line(tmp_path, capsys):
+    from harness.cli import main
+
+    argv = ["run", "--scenario-file", STEPS, "--count-parts", "--no-probes"]
+    assert main([*argv, "--out", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--count-parts" in err and "--no-probes" in err and err.count("\n") == 1
+    assert not (tmp_path / "r.json").exists()
