@@ -37,16 +37,13 @@ def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
     """Run cells in workers: counts-only cells first, one worker per CPU at once (counts
     do not depend on load); then the cells an invariant times (``cells[cell]``), one at
     a time with nothing else running."""
-    from harness.runner import count_cells, run_cell_in_worker, run_cells
-
-    def run_one(cell, timing, timeout, environment, probes, **_):
-        return run_cell_in_worker(cell, timing, timeout, True)
+    from harness.runner import count_cells, run_cells
 
     counted = count_cells([cell for cell, timed in cells.items() if not timed], timeout_s)
     timed = [cell for cell, timed in cells.items() if timed]
     records = {record.key: record for record in counted}
     if timed:
-        for record in run_cells(timed, INVARIANT_TIMING, timeout_s, run_one=run_one):
+        for record in run_cells(timed, INVARIANT_TIMING, timeout_s):
             records[record.key] = record
     return [records[cell.key] for cell in cells]
 

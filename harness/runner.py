@@ -273,9 +273,6 @@ def run_cells(
                 progress.advance(task)
         return records
 
-    def emit(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     for index, cell in enumerate(cells, 1):
         emit(f"[{index}/{len(cells)}] {cell.label}: running")
         record = measure(cell, emit)
@@ -283,6 +280,11 @@ def run_cells(
         eta = _eta(walls, len(cells), started)
         emit(f"[{index}/{len(cells)}] {cell.label}: {_describe(record)}{eta}")
     return records
+
+
+def emit(line: str) -> None:
+    """A progress line on stderr, flushed (CI logs show it as it happens)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _eta(walls: Sequence[float], total: int, started: float) -> str:
@@ -306,10 +308,6 @@ def count_cells(cells: Sequence[Cell], timeout_s: float, jobs: int | None = None
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(cells) or 1))
     started = time.perf_counter()
     timing = TimingConfig()
-
-    def emit(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     emit(f"counting {len(cells)} cells, {jobs} at a time (counts only: not timed)")
     records: dict[int, Record] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
