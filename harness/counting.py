@@ -21,6 +21,7 @@ from harness.api import Backend, Scenario, Size
 def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
     """Static HLO estimate per call: sum over the backend's executables x calls per run."""
     from harness.probes.hlo import estimate
+    from harness.probes.memory import static_plan
 
     if backend.executables is None:
         return {"available": False, "reason": "backend exposes no compiled executables"}
@@ -29,6 +30,10 @@ def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
     for name, (compiled, calls) in backend.executables(prepared).items():
         result = estimate(compiled.as_text())
         executables[name] = {"calls_per_run": calls, **result.to_json()}
+        try:
+            executables[name]["memory"] = static_plan(compiled)
+        except Exception as error:  # the HLO counts stand without the plan
+            executables[name]["memory"] = {"available": False, "reason": f"{error}"}
         kernels += result.kernels * calls
         launch += result.launch_equivalent * calls
         unknown += result.unknown_trip_count_loops
@@ -50,35 +55,98 @@ def counts_per_call(
     dtype: str,
     device: dict[str, Any],
     parts: bool = False,
+    input_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """Exact counts of one call at ``size``.
+    """Exact counts of one call at ``size``, and its memory (`memory_counts`).
 
     For a scenario with ``count_along`` whose value n is above 4 (or, with ``parts``, at
     least 2), counted with it at 2, 3 and 4 and extrapolated by the checked linear model
     (`harness.linear_counts`): exact totals plus each count's fixed and per-unit parts.
     Otherwise counted directly on one call at ``size`` (exact; no parts), using
-    ``prepared`` (a warm call at ``size``) or, when None, preparing and warming it here.
+    ``prepared`` (a warm call at ``size``, its inputs ``input_bytes``) or, when None,
+    preparing and warming it here. Memory is measured at ``size`` only, on a call of its
+    own after the counted one (`harness.probes.memory`: that call's frees, made after
+    `release_freed_memory`, return the allocator's free memory to the OS first).
     """
     from harness.linear_counts import POINTS, linear_counts
+    from harness.probes.memory import release_freed_memory, tree_nbytes
     from harness.timing import call_and_wait
 
+    platform = device["platform"]
+    release_freed_memory()  # after timing: process-wide allocator settings
+    inputs_of_full_size: list[int] = []
+
     def warm(at: Size) -> Any:
-        ready = backend.prepare(scenario.make_inputs(at, seed, dtype), at)
+        inputs = scenario.make_inputs(at, seed, dtype)
+        if at is size:
+            inputs_of_full_size.append(tree_nbytes(inputs))
+        ready = backend.prepare(inputs, at)
         call_and_wait(backend.run, ready)  # warm: compile-on-first-call paths
         return ready
+
+    def with_memory(counts: dict[str, Any], ready: Any | None) -> dict[str, Any]:
+        if ready is None:
+            shown = ", ".join(map(str, POINTS))
+            return {**counts, "memory_error": f"not measured at this size (counted at {shown})"}
+        try:
+            inputs = inputs_of_full_size[0] if inputs_of_full_size else input_bytes
+            memory = call_memory(backend, ready, platform, inputs, counts.get("static"))
+            return {**counts, "memory": memory}
+        except Exception as error:  # stored next to the counts; the timing stays valid
+            return {**counts, "memory_error": f"{type(error).__name__}: {error}"}
 
     along = scenario.count_along
     n = size[along] if along else None
     modelled = isinstance(n, int) and (n > max(POINTS) or (parts and n >= min(POINTS)))
     if along is None or not modelled:
         ready = warm(size) if prepared is None else prepared
-        return {**count_cell(backend, ready, device["platform"]), "scale": 1.0}
+        return with_memory({**count_cell(backend, ready, platform), "scale": 1.0}, ready)
     points = []
     for units in POINTS:
         small = Size(f"{size.name}-{along}-{units}", {**size.params, along: units})
         ready = prepared if units == n and prepared is not None else warm(small)
-        points.append(count_cell(backend, ready, device["platform"]))
-    return {**linear_counts(points, along, n), "scale": 1.0}
+        points.append(count_cell(backend, ready, platform))
+    return with_memory({**linear_counts(points, along, n), "scale": 1.0}, prepared)
+
+
+def call_memory(
+    backend: Backend,
+    prepared: Any,
+    platform: str,
+    input_bytes: int | None,
+    static: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """One call's measured peak, the minimum it must hold (inputs + its output) and the
+    largest static plan of its executables (`harness.probes.memory`)."""
+    from harness.probes.memory import call_peak, tree_nbytes
+    from harness.timing import call_and_wait
+
+    output, peak = call_peak(lambda: call_and_wait(backend.run, prepared), platform)
+    output_bytes = tree_nbytes(output)
+    return memory_counts(peak, input_bytes, output_bytes, static)
+
+
+def memory_counts(
+    peak: Any, input_bytes: int | None, output_bytes: int, static: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The stored memory of a cell: the measured peak, the minimum (inputs + output) and
+    the largest static plan of its executables (`harness.probes.memory`)."""
+    plans = [
+        info["memory"]
+        for info in ((static or {}).get("executables") or {}).values()
+        if (info.get("memory") or {}).get("available")
+    ]
+    largest = max(plans, key=lambda plan: plan["planned_bytes"], default=None)
+    minimum = None if input_bytes is None else input_bytes + output_bytes
+    return {
+        "measured": peak.to_json(),
+        "input_bytes": input_bytes,
+        "output_bytes": output_bytes,
+        "minimum_bytes": minimum,
+        "planned_bytes": None if largest is None else largest["planned_bytes"],
+        "temp_bytes": None if largest is None else largest["temp_bytes"],
+        "temporaries": [] if largest is None else largest.get("temporaries", []),
+    }
 
 
 def count_cell(

@@ -32,6 +32,7 @@ from harness.api import Backend, Record, Scenario, Size
 from harness.checks import InputSnapshot, check_again, checked_error
 from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
+from harness.probes.memory import tree_nbytes
 from harness.registry import Cell, get_scenario
 from harness.sharding import cell_device_info, initialize_distributed
 from harness.store import write_json_atomic
@@ -128,7 +129,7 @@ def run_cell(
         )
         counts: dict[str, Any] = {}
         if probes or counts_only:
-            beacon.stage("counting", "counting (trace, transfers, HLO)")
+            beacon.stage("counting", "counting (trace, transfers, HLO, memory)")
             device = base["device"]
             counts = _counts(scenario, backend, size, cell, measured, device, count_parts)
     except Exception as error:  # a failed cell is stored with its error; the run goes on
@@ -177,6 +178,7 @@ class _Measured:
     described: Any
     sampling: dict[str, Any]
     factor: float = 1.0  # full work / measured work
+    input_bytes: int | None = None  # of the scenario's inputs at ``size``
 
 
 def _check_and_time(
@@ -210,7 +212,15 @@ def _check_and_time(
         )
         max_error = max(max_error, last_error)
     return _Measured(
-        size, prepared, prepare_s, first_call_s, samples, max_error, described, sampling
+        size,
+        prepared,
+        prepare_s,
+        first_call_s,
+        samples,
+        max_error,
+        described,
+        sampling,
+        input_bytes=tree_nbytes(inputs),
     )
 
 
@@ -259,9 +269,17 @@ def _counts(
     linear model). A cell timed on part of the work (`_measure`) is still counted at the
     full size: its reduced call's counts x the work ratio would scale once-per-call work
     too (setup, the one dispatch of a scanned loop)."""
-    prepared = measured.prepared if measured.factor == 1.0 else None
+    whole = measured.factor == 1.0
     return counts_per_call(
-        scenario, backend, size, prepared, cell.seed, cell.dtype, device, parts=parts
+        scenario,
+        backend,
+        size,
+        measured.prepared if whole else None,
+        cell.seed,
+        cell.dtype,
+        device,
+        parts=parts,
+        input_bytes=measured.input_bytes if whole else None,
     )
 
 
