@@ -22,6 +22,12 @@ Derived columns (all from stored values; nothing is re-measured):
     launch_equivalent               static: body kernels x trip count (GPU launches)
     h2d, h2d_bytes, h2d_unknown     host-to-device transfers per call (transfer guard)
     d2h, d2h_bytes, d2h_note        device-to-host per call ("zero-copy on CPU" on CPU)
+    mem_peak, mem_exact             measured peak memory growth of one call over the state
+                                    before it (bytes; mem_exact False: an upper bound)
+    mem_minimum, x_minimum          inputs + output bytes; (inputs + mem_peak) / minimum
+    mem_planned, mem_temp,          XLA's static plan of the largest executable (arguments +
+    mem_temporaries                 outputs + temporaries - aliased; temporaries; the
+                                    largest temporaries as (instruction, bytes))
     dispatch_pct, launch_pct, transfer_pct, compile_pct, remainder_pct   the time
                                     decomposition (compile: measured recompilation in the
                                     call; remainder: the rest, not measured)
@@ -74,6 +80,7 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
             fraction = 0.0 if decomposition.get("compile_measured") else None
         row[f"{part}_pct"] = None if fraction is None else 100.0 * fraction
     row["overlap"] = bool(decomposition.get("overlap"))
+    row.update(_memory_columns(counts))
     linear = counts.get("linear") or {}
     model = linear.get("model") or {}
     row["linear_along"] = linear.get("along")
@@ -81,6 +88,29 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
     row["linear_dispatches"] = model.get("trace.dispatches")
     row["linear_h2d"] = model.get("transfers.h2d")
     return row
+
+
+def _memory_columns(counts: dict) -> dict:
+    """The memory of one call (`harness.probes.memory`), None where not measured."""
+    memory = counts.get("memory") or {}
+    measured = memory.get("measured") or {}
+    peak, minimum = measured.get("bytes"), memory.get("minimum_bytes")
+    inputs = memory.get("input_bytes")
+    return {
+        "mem_peak": peak,
+        "mem_exact": measured.get("exact", True),
+        "mem_method": measured.get("method"),
+        "mem_note": measured.get("note") or counts.get("memory_error") or "",
+        "mem_minimum": minimum,
+        "mem_planned": memory.get("planned_bytes"),
+        "mem_temp": memory.get("temp_bytes"),
+        "mem_temporaries": tuple(
+            (t["instruction"], t["bytes"]) for t in memory.get("temporaries") or ()
+        ),
+        "x_minimum": (
+            (inputs + peak) / minimum if None not in (peak, minimum, inputs) and minimum else None
+        ),
+    }
 
 
 def records_frame(runs: Sequence[Run]) -> pd.DataFrame:

@@ -28,6 +28,8 @@ from reports.tables import (
     disturbed_notes,
     environment_lines,
     linear_notes,
+    memory_notes,
+    memory_table,
     problems,
     run_time_table,
     scaled_notes,
@@ -95,6 +97,7 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
                 ["backend", "size", "device"], keep="last"
             )
             out += _figure(plots.time_vs_size(latest, f"{scenario} / {dtype}"))
+            out += _figure(plots.memory_vs_size(latest, f"{scenario} / {dtype}"))
         for (size, dtype), rows in ok.groupby(["size", "dtype"], sort=False):
             out += _figure(plots.devices_side_by_side(rows, f"{scenario} / {size} / {dtype}"))
         for title, group in tables(scenario_rows):
@@ -113,6 +116,10 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
                     out.append(_table(counts_table(group_ok)))
                     out += [f"<p>{_esc(note)}</p>" for note in linear_notes(group_ok)]
                     out += _figure(plots.decomposition_bars(group_ok, title))
+                if group_ok["mem_peak"].notna().any():
+                    out.append("<p>Memory (per call):</p>")
+                    out.append(_table(memory_table(group_ok)))
+                    out += [f"<p>{_esc(note)}</p>" for note in memory_notes(group_ok)]
             failed = problems(group)
             if failed:
                 out.append("<ul>")

@@ -16,6 +16,8 @@ from reports.tables import (
     environment_lines,
     format_seconds,
     linear_notes,
+    memory_notes,
+    memory_table,
     problems,
     run_time_table,
     scaled_notes,
@@ -51,6 +53,11 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
                 out += ["Where the time goes (per call):", ""]
                 out += [counts_table(ok).to_markdown(index=False, disable_numparse=True), ""]
                 out += [*(f"{note}\n" for note in linear_notes(ok))]
+            if ok["mem_peak"].notna().any():
+                out += ["Memory (per call):", ""]
+                out += [memory_table(ok).to_markdown(index=False, disable_numparse=True), ""]
+                out += [*(f"- {note}" for note in memory_notes(ok))]
+                out += [""] if memory_notes(ok) else []
         failed = problems(group)
         out += [f"- **{backend}** {status}: {error}" for backend, status, error in failed]
         if failed:

@@ -75,16 +75,9 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 LINESTYLES = ("-", "--", ":", "-.")
 
 
-def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
-    """Median time per call against the amount of work, one line per backend (log-log),
-    one panel per device side by side (shared time axis).
-
-    ``rows``: the ok cells of one scenario and dtype (any sizes and devices, one run each).
-    None when there is nothing to plot.
-    """
-    rows = rows.dropna(subset=["median_s", "work_amount"])
-    if rows.empty:
-        return None
+def _lines_vs_size(rows: pd.DataFrame, column: str, ylabel: str, formatter) -> Figure:
+    """``column`` against the amount of work, one line per backend (log-log), one panel per
+    device side by side (shared y axis)."""
     unit = rows["unit"].iloc[0]
     devices = list(dict.fromkeys(rows["device"]))
     figure = Figure(figsize=(3.0 + 4.0 * len(devices), 4.5), layout="constrained")
@@ -101,7 +94,7 @@ def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
             line = line.sort_values("work_amount")
             axes.plot(
                 line["work_amount"],
-                line["median_s"],
+                line[column],
                 color=color,
                 marker=MARKERS[index % len(MARKERS)],
                 linestyle=LINESTYLES[index % len(LINESTYLES)] if len(line) > 1 else "none",
@@ -113,12 +106,12 @@ def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
         axes.set_xticks(sizes["work_amount"])
         axes.set_xticklabels([f"{r.size}\n{r.work_amount:,.0f}" for r in sizes.itertuples()])
         axes.xaxis.set_minor_locator(NullLocator())
-        _log_axis(axes.yaxis, format_seconds)
+        _log_axis(axes.yaxis, formatter)
         axes.margins(x=0.1)
         axes.set_xlabel(f"{unit} per call (size name above)")
         axes.set_title(device, fontsize="medium")
         axes.grid(True, which="major", alpha=0.3)
-    panels[0].set_ylabel("median time per call (log scale)")
+    panels[0].set_ylabel(ylabel)
     handles = {}  # one legend entry per backend over all panels
     for axes in panels:
         for handle, label in zip(*axes.get_legend_handles_labels(), strict=True):
@@ -131,6 +124,44 @@ def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
         fontsize="small",
         title="backend",
     )
+    return figure
+
+
+def memory_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
+    """Measured peak memory growth per call against the amount of work (log-log), beside
+    `time_vs_size`; None when no cell has a measured peak."""
+    rows = rows[pd.to_numeric(rows["mem_peak"], errors="coerce") > 0]
+    rows = rows.dropna(subset=["work_amount"])
+    if rows.empty:
+        return None
+    figure = _lines_vs_size(
+        rows, "mem_peak", "peak memory growth per call (log scale)", lambda v: number(v) + "B"
+    )
+    largest = rows.sort_values("work_amount").iloc[-1]["size"]
+    at_largest = rows[rows["size"] == largest].sort_values("mem_peak")
+    least, most = at_largest.iloc[0], at_largest.iloc[-1]
+    caption = (
+        f"Lower holds less. At the largest size ({largest}) {least['backend']} grows the "
+        f"process by {number(least['mem_peak'])}B per call and {most['backend']} by "
+        f"{number(most['mem_peak'])}B (inputs excluded: they exist before the call; "
+        "measured as the resident-set high-water mark on CPU, device memory on GPU)."
+    )
+    return Plot(f"Memory vs size: {title}", caption, figure)
+
+
+def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
+    """Median time per call against the amount of work, one line per backend (log-log),
+    one panel per device side by side (shared time axis).
+
+    ``rows``: the ok cells of one scenario and dtype (any sizes and devices, one run each).
+    None when there is nothing to plot.
+    """
+    rows = rows.dropna(subset=["median_s", "work_amount"])
+    if rows.empty:
+        return None
+    devices = list(dict.fromkeys(rows["device"]))
+    sizes = rows.drop_duplicates("size").sort_values("work_amount")
+    figure = _lines_vs_size(rows, "median_s", "median time per call (log scale)", format_seconds)
     largest = sizes.iloc[-1]["size"]
     best = rows[rows["size"] == largest].sort_values("median_s").iloc[0]
     caption = (

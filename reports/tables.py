@@ -137,6 +137,7 @@ def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
             f"speedup vs {baseline}": ok["speedup"].map(_ratio),
             "x fastest": [_x_fastest(row) for row in ok.itertuples()],
             "x BW bound": ok["x_bandwidth"].map(number),
+            "memory (x min)": memory_column(ok),
         }
     )
 
@@ -165,6 +166,63 @@ def counts_table(ok: pd.DataFrame) -> pd.DataFrame:
             ],
         }
     )
+
+
+def _bytes(value) -> str:
+    return "-" if _missing(value) else number(value) + "B"
+
+
+def _peak(row) -> str:
+    if _missing(row.mem_peak):
+        return "-"
+    return ("≤ " if not row.mem_exact else "") + _bytes(row.mem_peak)
+
+
+def memory_column(ok: pd.DataFrame) -> list[str]:
+    """``peak (x minimum)`` per cell, for the timing table."""
+    return [
+        _peak(row) + ("" if _missing(row.x_minimum) else f" (x{row.x_minimum:.2g})")
+        for row in ok.itertuples()
+    ]
+
+
+def memory_table(ok: pd.DataFrame) -> pd.DataFrame:
+    """Measured peak, the minimum, and XLA's static plan with its largest temporaries."""
+    return pd.DataFrame(
+        {
+            "backend": _backend_column(ok),
+            "peak (measured)": [_peak(row) for row in ok.itertuples()],
+            "minimum": ok["mem_minimum"].map(_bytes),
+            "x minimum": ok["x_minimum"].map(lambda v: "-" if _missing(v) else f"{v:.2f}"),
+            "XLA plan": ok["mem_planned"].map(_bytes),
+            "XLA temporaries": ok["mem_temp"].map(_bytes),
+            "largest temporaries": [
+                ", ".join(f"{name} {_bytes(size)}" for name, size in row.mem_temporaries[:3]) or "-"
+                for row in ok.itertuples()
+            ],
+            "note": ok["mem_note"],
+        }
+    )
+
+
+TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / minimum above which a note names them
+
+
+def memory_notes(ok: pd.DataFrame) -> list[str]:
+    """Cells whose XLA temporaries are at least half the work's minimum, naming the
+    largest: what a layout or a fusion could save."""
+    notes = []
+    for row in ok.itertuples():
+        if _missing(row.mem_temp) or _missing(row.mem_minimum) or not row.mem_minimum:
+            continue
+        share = row.mem_temp / row.mem_minimum
+        if share >= TEMPORARIES_DOMINATE and row.mem_temporaries:
+            largest = ", ".join(f"{name} {_bytes(size)}" for name, size in row.mem_temporaries[:3])
+            notes.append(
+                f"{row.backend}: XLA plans {_bytes(row.mem_temp)} of temporaries, {share:.1f}x "
+                f"the minimum the work holds; largest: {largest}"
+            )
+    return notes
 
 
 def linear_notes(ok: pd.DataFrame) -> list[str]:
@@ -234,7 +292,12 @@ COLUMN_HELP = (
     "jax.transfer_guard (bytes when logged); *dispatch/launch/transfer*: counts x "
     "unit costs measured in the same run; *recompile*: tracing and compilation inside the "
     "timed call, measured (jax.monitoring); *remainder*: the rest of the median, not "
-    "measured (device compute, host Python between calls, waits)."
+    "measured (device compute, host Python between calls, waits). *memory (x min)*: "
+    "the peak memory one warm call adds to the process (CPU: resident-set high-water mark; "
+    "GPU: device memory; *≤*: bounded by an earlier peak) and (inputs + that peak) / "
+    "(inputs + output), 1.0 for a call that allocates only its output; the memory table "
+    "adds XLA's static plan (arguments + outputs + temporaries - aliased, of the largest "
+    "executable) and its largest temporaries by instruction."
 )
 
 

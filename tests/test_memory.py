@@ -175,3 +175,29 @@ def test_tree_nbytes_counts_array_leaves():
 
     tree = {"a": np.zeros(10), "b": (jnp.ones(3, jnp.float32), 2.0)}
     assert tree_nbytes(tree) == 80 + 12
+
+
+def test_reports_show_memory_beside_time(allocates_records):
+    from harness.store import Run
+    from reports.frame import records_frame
+    from reports.html import render as render_html
+    from reports.markdown import render as render_markdown
+    from reports.plots import memory_vs_size
+
+    records = list(allocates_records.values())
+    run = Run({}, {"throughput_units": {"allocates": "elements"}}, records)
+    frame = records_frame([run]).set_index("backend")
+    output = 8 * N
+    assert frame.loc["numpy-output-only", "x_minimum"] == pytest.approx(1.0, rel=0.1)
+    assert frame.loc["numpy-temporary", "x_minimum"] == pytest.approx(
+        (output + output + TEMPORARY_BYTES) / (2 * output), rel=0.1
+    )
+    name, size = frame.loc["jax-cumsum", "mem_temporaries"][0]  # the name is XLA's choice
+    assert size == output
+    markdown = render_markdown([run])
+    assert "memory (x min)" in markdown and "Memory (per call):" in markdown
+    assert f"{name} 16 MB" in markdown
+    assert "jax-cumsum: XLA plans 17.1 MB of temporaries, 0.5x the minimum" in markdown
+    assert "Memory vs size" in render_html([run])
+    plot = memory_vs_size(records_frame([run]), "allocates")
+    assert "numpy-temporary" in plot.caption  # grows the most
