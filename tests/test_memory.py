@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from harness.probes.buffer_assignment import fields, temporaries
+from harness.probes.gpu import device_peak
 from harness.probes.memory import (
     MeasuredPeak,
     _status_bytes,
-    device_peak,
     rss_peak,
     static_plan,
     tree_nbytes,

@@ -16,6 +16,9 @@ While profiling, XLA runs command buffers op by op unless
 ``--xla_enable_command_buffers_during_profiling=true`` is in ``XLA_FLAGS``; the counts
 record which mode they come from (``command_buffers_during_profiling``), and the runner
 profiles GPU cells both ways.
+
+Device memory (`device_peak`) is read from ``device.memory_stats()`` (``bytes_in_use``,
+``peak_bytes_in_use``), the keys JAX documents for GPU; it is tested on synthetic stats.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.probes.memory import MeasuredPeak
 from harness.probes.trace import TraceEvent
 
 DEVICE_PLANE = re.compile(r"^/device:GPU:(\d+)$")
@@ -107,3 +111,26 @@ def with_command_buffers(environ: Mapping[str, str]) -> dict[str, str]:
     if not command_buffers_enabled(flags):
         env["XLA_FLAGS"] = f"{flags} {COMMAND_BUFFER_FLAG}".strip()
     return env
+
+
+def device_peak(
+    call: Callable[[], Any], stats: Callable[[], Sequence[Mapping[str, int] | None]]
+) -> tuple[Any, MeasuredPeak]:
+    """Run ``call()`` and measure its peak device-memory growth, summed over the devices
+    ``stats()`` reports (``memory_stats()`` of each; see the module doc)."""
+    before = stats()
+    if not before or any(not s or "peak_bytes_in_use" not in s for s in before):
+        output = call()
+        return output, MeasuredPeak(None, "device", note="the device reports no memory_stats")
+    output = call()
+    after = stats()
+    growth, exact = 0, True
+    for old, new in zip(before, after, strict=True):
+        in_use = old.get("bytes_in_use", 0)
+        if new["peak_bytes_in_use"] > old["peak_bytes_in_use"]:
+            growth += new["peak_bytes_in_use"] - in_use
+        else:  # the call stayed under an earlier peak: bounded by it, not measured
+            growth += old["peak_bytes_in_use"] - in_use
+            exact = False
+    note = "" if exact else "at most: the call did not exceed an earlier peak (JAX cannot reset it)"
+    return output, MeasuredPeak(growth, "device", exact=exact, note=note)

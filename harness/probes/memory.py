@@ -5,16 +5,19 @@
   outputs + temporaries - aliased, what the executable holds while it runs) and its largest
   temporaries named by instruction (`harness.probes.buffer_assignment`).
 - **Measured peak** of one warm call over the state before it:
-  on CPU (`rss_peak`), the process's resident-set high-water mark: buffers above 128 KiB
-  are mapped and unmapped with each allocation and free heap pages returned to the OS
-  (`release_freed_memory`), so the call's allocations must fault pages in, then the mark
-  is reset (``5`` written to ``/proc/self/clear_refs``,
-  Linux >= 4.0) and ``VmHWM`` after the call minus ``VmRSS`` before it is the peak growth.
-  It covers every allocation the process makes (XLA buffers, NumPy, Numba), page-granular.
-  On GPU (`device_peak`), ``device.memory_stats()``: JAX cannot reset
-  ``peak_bytes_in_use``, so the call's peak is exact (``peak after - bytes_in_use
-  before``) only when the call raised the device's peak; otherwise the peak of earlier work
-  bounds it from above and it is stored as such (``exact: false``).
+  on CPU (`rss_peak`), the process's resident-set high-water mark. The allocator is first
+  told to hand memory back (`release_freed_memory`: buffers above 128 KiB mapped and
+  unmapped with each allocation, heap tops trimmed on every free); memory already cached
+  at the top of a thread's arena is only returned at that arena's next free, so one call
+  must run in between (the counting pass's call does; measured: the first call after the
+  setting saw 0.8 of 5.5 MB, the next ones all of it). Then the mark is reset (``5`` to
+  ``/proc/self/clear_refs``, Linux >= 4.0), and ``VmHWM`` after the call minus ``VmRSS``
+  before it is the peak growth: every allocation the process makes (XLA buffers, NumPy,
+  Numba), page-granular.
+  On GPU (`harness.probes.gpu.device_peak`, the GPU-only path), ``memory_stats()``:
+  JAX cannot reset ``peak_bytes_in_use``, so the call's peak is exact (``peak after -
+  bytes_in_use before``) only when the call raised the device's peak; otherwise the peak
+  of earlier work bounds it from above and it is stored as such (``exact: false``).
 - **Minimum** (`tree_nbytes`): the bytes of the scenario's inputs and of the call's output,
   what any backend must hold; ``x minimum`` = (inputs + measured peak growth) / minimum,
   1.0 for a backend whose call allocates nothing but its output.
@@ -27,7 +30,7 @@ import ctypes.util
 import dataclasses
 import gc
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,33 +127,13 @@ def rss_peak(
     return output, MeasuredPeak(max(0, peak - before), "rss", note=note)
 
 
-def device_peak(
-    call: Callable[[], Any], stats: Callable[[], Sequence[Mapping[str, int] | None]]
-) -> tuple[Any, MeasuredPeak]:
-    """Run ``call()`` and measure its peak device-memory growth, summed over the devices
-    ``stats()`` reports (``memory_stats()`` of each; see the module doc)."""
-    before = stats()
-    if not before or any(not s or "peak_bytes_in_use" not in s for s in before):
-        output = call()
-        return output, MeasuredPeak(None, "device", note="the device reports no memory_stats")
-    output = call()
-    after = stats()
-    growth, exact = 0, True
-    for old, new in zip(before, after, strict=True):
-        in_use = old.get("bytes_in_use", 0)
-        if new["peak_bytes_in_use"] > old["peak_bytes_in_use"]:
-            growth += new["peak_bytes_in_use"] - in_use
-        else:  # the call stayed under an earlier peak: bounded by it, not measured
-            growth += old["peak_bytes_in_use"] - in_use
-            exact = False
-    note = "" if exact else "at most: the call did not exceed an earlier peak (JAX cannot reset it)"
-    return output, MeasuredPeak(growth, "device", exact=exact, note=note)
-
-
 def call_peak(call: Callable[[], Any], platform: str) -> tuple[Any, MeasuredPeak]:
-    """`device_peak` over the local devices on GPU/TPU, `rss_peak` otherwise."""
+    """`harness.probes.gpu.device_peak` over the local devices on GPU/TPU, `rss_peak`
+    otherwise."""
     if platform in ("gpu", "cuda", "rocm", "tpu"):
         import jax
+
+        from harness.probes.gpu import device_peak
 
         return device_peak(call, lambda: [d.memory_stats() for d in jax.local_devices()])
     return rss_peak(call)
