@@ -25,6 +25,7 @@ Derived columns (all from stored values; nothing is re-measured):
     mem_peak, mem_exact             measured peak memory growth of one call over the state
                                     before it (bytes; mem_exact False: an upper bound)
     mem_minimum, x_minimum          inputs + output bytes; (inputs + mem_peak) / minimum
+                                    (None below 1 MiB: the minimum says nothing there)
     mem_planned, mem_temp,          XLA's static plan of the largest executable (arguments +
     mem_temporaries                 outputs + temporaries - aliased; temporaries; the
                                     largest temporaries as (instruction, bytes))
@@ -90,6 +91,11 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
     return row
 
 
+# Below this, inputs + output say nothing about what a call must hold (the MPPI tuning
+# inputs are a configuration and a seed: 56 bytes): no "x minimum" is shown.
+MEANINGFUL_MINIMUM_BYTES = 2**20
+
+
 def _memory_columns(counts: dict) -> dict:
     """The memory of one call (`harness.probes.memory`), None where not measured."""
     memory = counts.get("memory") or {}
@@ -108,7 +114,9 @@ def _memory_columns(counts: dict) -> dict:
             (t["instruction"], t["bytes"]) for t in memory.get("temporaries") or ()
         ),
         "x_minimum": (
-            (inputs + peak) / minimum if None not in (peak, minimum, inputs) and minimum else None
+            (inputs + peak) / minimum
+            if None not in (peak, minimum, inputs) and minimum >= MEANINGFUL_MINIMUM_BYTES
+            else None
         ),
     }
 

@@ -209,11 +209,12 @@ TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / minimum above which a note names
 
 
 def memory_notes(ok: pd.DataFrame) -> list[str]:
-    """Cells whose XLA temporaries are at least half the work's minimum, naming the
-    largest: what a layout or a fusion could save."""
+    """Cells whose XLA temporaries are at least half the work's minimum (where the minimum
+    means something: `reports.frame.MEANINGFUL_MINIMUM_BYTES`), naming the largest: what
+    a layout or a fusion could save."""
     notes = []
     for row in ok.itertuples():
-        if _missing(row.mem_temp) or _missing(row.mem_minimum) or not row.mem_minimum:
+        if _missing(row.mem_temp) or _missing(row.x_minimum):
             continue
         share = row.mem_temp / row.mem_minimum
         if share >= TEMPORARIES_DOMINATE and row.mem_temporaries:
