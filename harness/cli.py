@@ -210,7 +210,102 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
     gate.add_argument("--md", help="also write the markdown section here")
     gate.add_argument("--timeout", type=_positive(float, "--timeout"), default=900.0)
+    compare = commands.add_parser(
+        "compare",
+        help="same cells, same code, two environments (another jax, other XLA_FLAGS)",
+        description="Time the selected cells in two environments A and B, interleaved in "
+        "randomized blocks (the gate's method), and compare their counts. Exit 1 when a cell "
+        "is significantly slower on B.",
+    )
+    compare.add_argument("--scenario", action="append", default=[], help="repeatable")
+    compare.add_argument("--backend", action="append", default=[], help="repeatable")
+    compare.add_argument("--size", default="smoke", help="one size name (default: smoke)")
+    compare.add_argument("--dtype", help="default: each scenario's first dtype")
+    compare.add_argument("--scenario-file", help="a Python file defining SCENARIO")
+    for side in ("a", "b"):
+        name = side.upper()
+        compare.add_argument(
+            f"--{side}-python", metavar="PATH", help=f"side {name}'s interpreter (a venv's)"
+        )
+        compare.add_argument(
+            f"--{side}-requirements",
+            action="append",
+            default=[],
+            metavar="REQ",
+            help=f"side {name}: install these (e.g. 'jax==0.10.0') with this project into "
+            "a cached venv; repeatable",
+        )
+        compare.add_argument(
+            f"--{side}-env",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"side {name}: an environment variable (e.g. XLA_FLAGS=...); repeatable",
+        )
+    compare.add_argument(
+        "--gates",
+        default="benchmarks/gates.toml",
+        help="the gate file whose [settings] (blocks, confidence, delta, ...) are used",
+    )
+    compare.add_argument("--blocks", type=_positive(int, "--blocks"), help="override")
+    compare.add_argument("--md", help="also write the markdown here")
+    compare.add_argument("--html", help="also write an HTML page here")
+    compare.add_argument("--timeout", type=_positive(float, "--timeout"), default=900.0)
     return parser
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from harness.env_compare import compare_cell, html, markdown
+    from harness.environments import parse_assignments, probe, requirement_venv
+    from harness.gate_rules import BaselineRule, load_gates
+    from harness.interleave import CANDIDATE_ROOT
+    from harness.store import write_text_atomic
+
+    cells = select(args.scenario, args.backend, args.size, args.dtype, 0, args.scenario_file)
+    settings = dict(load_gates(args.gates).settings)
+    if args.blocks:
+        settings["blocks"] = args.blocks
+    sides = {}
+    for side, label in (("a", "baseline"), ("b", "candidate")):
+        python = getattr(args, f"{side}_python")
+        requirements = getattr(args, f"{side}_requirements")
+        environ = parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env")
+        if python and requirements:
+            raise InputError(f"--{side}-python and --{side}-requirements: give one of them")
+        if requirements:
+            print(f"side {side.upper()}: venv with {' '.join(requirements)}", file=sys.stderr)
+            python = requirement_venv(requirements, CANDIDATE_ROOT)
+        sides[label] = probe(side.upper(), python or sys.executable, environ, CANDIDATE_ROOT)
+    comparisons = []
+    for index, cell in enumerate(cells):
+        print(f"[{index + 1}/{len(cells)}] {cell.label}: comparing", file=sys.stderr)
+        rule = BaselineRule(
+            cell.scenario,
+            cell.backend,
+            cell.size,
+            settings["delta"],
+            settings["floor_s"],
+            cell.dtype,
+        )
+        comparisons.append(
+            compare_cell(
+                rule,
+                sides,
+                settings,
+                settings["seed"] + 2 * index,
+                args.timeout,
+                args.scenario_file,
+            )
+        )
+    text = markdown(comparisons, sides, settings["confidence"], settings["delta"])
+    print(text)
+    if args.md:
+        write_text_atomic(args.md, text)
+    if args.html:
+        write_text_atomic(
+            args.html, html(comparisons, sides, settings["confidence"], settings["delta"])
+        )
+    return 1 if any(c.verdict == "slower" for c in comparisons) else 0
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -487,6 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "profile": _profile,
             "report": _report,
             "gate": _gate,
+            "compare": _compare,
         }
         return commands[args.command](args)
     except HarnessError as error:

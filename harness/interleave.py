@@ -54,10 +54,14 @@ def interleaved_blocks(
 
 @dataclasses.dataclass(frozen=True)
 class Side:
-    """Where a side's code lives, and the test-only slowdown factor applied to it."""
+    """Where a side's code lives, the interpreter and extra environment variables it runs
+    with (`scanbench compare`: same code, another jax or XLA_FLAGS), and the test-only
+    slowdown factor applied to it."""
 
     root: Path
     slowdown: float = 1.0
+    python: str | None = None  # None: this interpreter
+    environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def worker_cpus(pin: bool) -> list[int] | None:
@@ -90,12 +94,12 @@ class ServedCell:
             "slowdown": side.slowdown,
             "cpus": cpus,
         }
-        env = dict(os.environ, PYTHONPATH=str(side.root), PYTHONUNBUFFERED="1")
+        env = {**os.environ, **side.environ, "PYTHONPATH": str(side.root), "PYTHONUNBUFFERED": "1"}
         self.label, self.root, self.timeout_s = rule.label, side.root, timeout_s
         # stderr to a file: a pipe nobody reads could fill up and block the worker
         self.stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVE), str(side.root), json.dumps(spec)],
+            [side.python or sys.executable, str(SERVE), str(side.root), json.dumps(spec)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
@@ -105,6 +109,7 @@ class ServedCell:
         )
         ready = self._reply()
         self.call_s = float(ready.get("call_s", 0.0))  # one warm call, timed
+        self.versions = dict(ready.get("versions") or {})  # jax, jaxlib, python of the side
         imported = Path(ready["harness"]).resolve()
         if side.root.resolve() not in imported.parents:
             self.close()
@@ -163,15 +168,16 @@ def _round_robin(workers: Sequence[ServedCell]) -> Callable[[int], list[float]]:
     return lambda count: workers[next(calls) % len(workers)].samples(count)
 
 
-def measure_pair(
+def measure_blocks(
     rule: BaselineRule,
     sides: Mapping[str, Side],
     settings: Mapping,
     seed: int,
     timeout_s: float,
     scenario_file: str | None = None,
-) -> PairedDecision:
-    """Fresh workers for both sides, interleaved blocks, one paired decision.
+) -> tuple[dict[str, list[list[float]]], dict[str, dict[str, str]]]:
+    """Fresh workers for both sides, interleaved blocks: (blocks per side, each side's
+    versions as its worker reported them).
 
     With ``worker_pairs`` = k, each side runs k workers, started in alternating order
     (baseline first for even pairs, candidate first for odd ones), and block b is taken
@@ -192,6 +198,19 @@ def measure_pair(
             samples_per_block(settings, workers["baseline"][0].call_s),
             seed,
         )
+    return blocks, {side: workers[side][0].versions for side in SIDES}
+
+
+def measure_pair(
+    rule: BaselineRule,
+    sides: Mapping[str, Side],
+    settings: Mapping,
+    seed: int,
+    timeout_s: float,
+    scenario_file: str | None = None,
+) -> PairedDecision:
+    """`measure_blocks`, then one paired decision."""
+    blocks, _ = measure_blocks(rule, sides, settings, seed, timeout_s, scenario_file)
     return paired_decision(
         blocks["baseline"],
         blocks["candidate"],

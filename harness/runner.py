@@ -38,8 +38,8 @@ from harness.units import format_duration, format_seconds
 from harness.worker import cell_spec
 
 
-def _worker_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "harness.worker", *args]
+def _worker_command(*args: str, python: str | None = None) -> list[str]:
+    return [python or sys.executable, "-m", "harness.worker", *args]
 
 
 def _run_worker(
@@ -49,6 +49,7 @@ def _run_worker(
     environ: dict[str, str] | None = None,
     load: LoadSamples | None = None,
     beat: tuple[str, Callable[[str], None]] | None = None,
+    python: str | None = None,
 ) -> tuple[Any, str | None]:
     """Run a worker; return (parsed output or None, error message or None). With
     ``load``, the machine's runnable tasks are sampled into it while the worker runs;
@@ -64,7 +65,8 @@ def _run_worker(
                 stack.enter_context(heartbeat(beat[0], out.parent / PROGRESS_FILE, beat[1]))
             yield
 
-    finished = run_worker_process(_worker_command(*args), env, timeout_s, while_running)
+    command = _worker_command(*args, python=python)
+    finished = run_worker_process(command, env, timeout_s, while_running)
     error = finished.failure(timeout_s)
     if error is None and not out.exists():
         error = "worker exited without writing its result: " + (
@@ -115,10 +117,11 @@ def run_cell_in_worker(
     environ: dict[str, str] | None = None,
     emit: Callable[[str], None] | None = None,
     count_parts: bool = False,
+    python: str | None = None,
 ) -> Record:
     """One cell in a fresh process; never raises for a failure of the cell itself.
     ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
-    `harness.worker.run_cell`."""
+    `harness.worker.run_cell`; ``python``: the interpreter (default: this one)."""
     started = time.perf_counter()
     environ = environ_for(cell.devices, os.environ if environ is None else environ)
     load = LoadSamples()
@@ -131,7 +134,7 @@ def run_cell_in_worker(
         spec.write_text(json.dumps(spec_json), encoding="utf-8")
         beat = (cell.label, emit) if emit is not None else None
         data, error = _run_worker(
-            ["cell", str(spec), str(out)], out, timeout_s, environ, load, beat
+            ["cell", str(spec), str(out)], out, timeout_s, environ, load, beat, python
         )
     worker_s = time.perf_counter() - worker_started
     probe_after = calibration_probe()

@@ -49,6 +49,18 @@ def slowed(samples: list[float], factor: float) -> list[float]:
     return samples if factor == 1.0 else [value * factor for value in samples]
 
 
+def jax_version() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def jaxlib_version() -> str:
+    import jaxlib
+
+    return getattr(jaxlib, "__version__", "?")
+
+
 def serve(spec: dict, channel) -> None:
     from harness.registry import get_scenario  # from ROOT: the code being measured
 
@@ -71,7 +83,8 @@ def serve(spec: dict, channel) -> None:
     (warm_s,) = timing.sample(backend.run, prepared, 1)  # warm-up, timed: sizes the blocks
     import harness
 
-    reply = {"ready": True, "harness": harness.__file__, "call_s": warm_s}
+    versions = {"jax": jax_version(), "jaxlib": jaxlib_version(), "python": sys.version.split()[0]}
+    reply = {"ready": True, "harness": harness.__file__, "call_s": warm_s, "versions": versions}
     channel.write(json.dumps(reply) + "\n")
     channel.flush()
     for line in sys.stdin:
