@@ -21,17 +21,30 @@ from harness.environments import (
 from harness.interleave import CANDIDATE_ROOT
 
 NO_FUSION = "XLA_FLAGS=--xla_disable_hlo_passes=fusion"
+
+
+@pytest.fixture
+def quick_gates(tmp_path):
+    """Gate settings for tests: 6 blocks, one worker pair per side."""
+    import tomli_w
+
+    path = tmp_path / "gates.toml"
+    settings = {"blocks": 6, "samples_per_block": 5, "worker_pairs": 1}
+    path.write_text(tomli_w.dumps({"settings": settings}))
+    return str(path)
+
+
 OLDER_JAX = ("jax==0.10.0", "jaxlib==0.10.0")
 
 
-def test_an_xla_flag_with_a_known_effect_is_seen_in_time_and_counts(tmp_path, capsys):
+def test_an_xla_flag_with_a_known_effect_is_seen_in_time_and_counts(tmp_path, quick_gates):
     """Turning XLA's fusion off makes the TDMA time-major scan launch every elementwise op
     as its own kernel: 1,108 -> 2,408 per call at smoke (counted), and about 2x slower."""
     md = tmp_path / "compare.md"
     html = tmp_path / "compare.html"
     code = main(
         ["compare", "--scenario", "tridiagonal", "--backend", "scanned-time-major",
-         "--size", "smoke", "--b-env", NO_FUSION, "--blocks", "6",
+         "--size", "smoke", "--b-env", NO_FUSION, "--gates", quick_gates,
          "--md", str(md), "--html", str(html)]
     )  # fmt: skip
     assert code == 1  # B is significantly slower: the exit code says so
@@ -43,10 +56,10 @@ def test_an_xla_flag_with_a_known_effect_is_seen_in_time_and_counts(tmp_path, ca
     assert "<table" in html.read_text()
 
 
-def test_identical_sides_are_no_significant_change():
+def test_identical_sides_are_no_significant_change(quick_gates):
     code = main(
         ["compare", "--scenario", "tridiagonal", "--backend", "numba-serial",
-         "--size", "smoke", "--blocks", "6"]
+         "--size", "smoke", "--gates", quick_gates]
     )  # fmt: skip
     assert code == 0
 
@@ -117,7 +130,7 @@ def test_requirement_venvs_are_cached_by_interpreter_and_requirements(tmp_path, 
     assert not any((tmp_path / "venvs").iterdir())  # nothing half-built is left behind
 
 
-def test_two_jax_versions_on_a_tdma_and_an_mppi_cell(tmp_path):
+def test_two_jax_versions_on_a_tdma_and_an_mppi_cell(tmp_path, quick_gates):
     """jax 0.10.0 (B) against the installed one (A). Building the 0.10.0 venv takes ~3 min
     and PyPI: it runs when the venv is cached or SCANBENCH_BUILD_VENVS=1."""
     cached = (venv_path(list(OLDER_JAX)) / "bin" / "python").exists()
@@ -125,14 +138,14 @@ def test_two_jax_versions_on_a_tdma_and_an_mppi_cell(tmp_path):
         pytest.skip("the jax 0.10.0 venv is not cached; SCANBENCH_BUILD_VENVS=1 builds it (~3 min)")
     md = tmp_path / "versions.md"
     argv = ["compare", "--scenario", "tridiagonal", "--backend", "scanned-time-major",
-            "--size", "smoke", "--blocks", "6", "--md", str(md)]  # fmt: skip
+            "--size", "smoke", "--gates", quick_gates, "--md", str(md)]  # fmt: skip
     for requirement in OLDER_JAX:
         argv += ["--b-requirements", requirement]
     assert main(argv) in (0, 1)
     text = md.read_text()
     assert "jax 0.10.0" in text and "tridiagonal/scanned-time-major/smoke" in text
     argv = ["compare", "--scenario", "mppi_tuning", "--backend", "scanned", "--size", "smoke",
-            "--blocks", "6", "--md", str(md)]  # fmt: skip
+            "--gates", quick_gates, "--md", str(md)]  # fmt: skip
     for requirement in OLDER_JAX:
         argv += ["--b-requirements", requirement]
     assert main(argv) in (0, 1)
