@@ -75,13 +75,18 @@ class Delayed:
 
 def _jax_async():
     """A raw jitted call (no factory, no wait): returns a future of ~20 ms of work, a
-    serial recurrence (one core: XLA's intra-op threads would make its time bimodal)."""
+    serial recurrence (one core: XLA's intra-op threads would make its time bimodal).
+
+    XLA:CPU runs an executable inline (``run`` returns only when it is done) when the
+    cost analysis of its entry computation, which counts a loop body once, is under
+    1000 flops; a 64-wide carry was 83 flops, so the loop carries 2048 values (2067
+    flops) to make ``run`` return a real future (0.2 ms to return, 20 ms to be ready)."""
     import jax
     import jax.numpy as jnp
 
     @jax.jit
     def double_slowly(x):
-        y = jax.lax.fori_loop(0, 40_000, lambda i, y: jnp.sin(y) + 0.5, jnp.ones(64, x.dtype))
+        y = jax.lax.fori_loop(0, 3_000, lambda i, y: jnp.sin(y) + 0.5, jnp.ones(2048, x.dtype))
         return 2.0 * x + 0.0 * y[0]
 
     return Backend(
