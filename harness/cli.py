@@ -478,6 +478,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 def _profile(args: argparse.Namespace) -> int:
     from harness.runner import profile_in_worker
+    from harness.units import format_seconds
 
     (cell,) = select(
         [args.scenario], [args.backend], args.size, args.dtype, args.seed, args.scenario_file
@@ -517,6 +518,15 @@ def _profile(args: argparse.Namespace) -> int:
     if transfers:
         d2h = transfers["note"] or transfers["d2h"]
         print(f"transfers: H2D {transfers['h2d']} ({transfers['h2d_bytes']} B logged), D2H {d2h}")
+    spans = counts.get("spans") or {}
+    if spans:
+        print(
+            f"device busy (under the profiler): {format_seconds(spans['device_busy_s'])} of "
+            f"the traced call's {format_seconds(spans['wall_s'])}, in kernels "
+            f"{format_seconds(spans['kernel_busy_s'])}; inline on the calling thread "
+            f"{format_seconds(spans['inline_busy_s'])}; host conversions: "
+            f"{spans['host_conversions']}"
+        )
     return 0
 
 

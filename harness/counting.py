@@ -13,6 +13,7 @@ next to the counts instead of a number; the timing stays valid.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from harness.api import Backend, Scenario, Size
@@ -155,6 +156,7 @@ def count_cell(
     """Counts for one call of ``backend.run(prepared)``; see the module doc."""
     from harness.probes.compilations import count_compilations
     from harness.probes.gpu import command_buffers_enabled, count_gpu_events
+    from harness.probes.spans import measure_spans
     from harness.probes.trace import count_events, recording
     from harness.probes.transfers import count_transfers
     from harness.timing import call_and_wait
@@ -164,6 +166,7 @@ def count_cell(
     trace_errors: list[str] = []
     compilations: list[Any] = []
     outputs: list[Any] = []
+    traced_wall_s: list[float] = []  # the counted call's wall time under the profiler
 
     def call() -> None:
         outputs.append(call_and_wait(backend.run, prepared))
@@ -173,7 +176,9 @@ def count_cell(
         guard when that probe works); without the profiler when it cannot start."""
         try:
             with recording(log_dir) as events:
+                start = time.perf_counter()
                 compilations.append(count_compilations(call))
+                traced_wall_s.append(time.perf_counter() - start)
             traced.append(events)
         except Exception as error:  # stored next to the counts; the timing stays valid
             trace_errors.append(f"{type(error).__name__}: {error}")
@@ -193,6 +198,7 @@ def count_cell(
     if traced:
         try:
             counts["trace"] = count_events(traced[0]).to_json()
+            counts["spans"] = measure_spans(traced[0], traced_wall_s[0]).to_json()
             if platform == "gpu":
                 flags = os.environ.get("XLA_FLAGS", "")
                 gpu = count_gpu_events(traced[0], command_buffers_enabled(flags))

@@ -1,18 +1,33 @@
-"""Where a cell's time goes: counts x unit costs, measured recompilation, the remainder.
+"""Where a cell's time goes: measured device time, host costs by count, the host rest.
 
-For one call with median time ``T``:
+For one call with median time ``T`` (untimed probes, same run, same device):
 
+    device    = time an XLA program executed during the traced call, off the calling
+                threads (`harness.probes.spans`), less the profiler's own cost inside it
+                (the traced call's excess over T, shared out per recorded event: busy
+                events / all events), less on CPU the launch part below; 0 for a backend
+                that runs no XLA program
+    launch    = kernels (trace) x (cost of one kernel launch), an estimate: on CPU the
+                thunk executor's time between kernels, inside the device time above
     dispatch  = dispatches x (queued cost of one dispatch)
-    launch    = kernels (trace, executed on this device) x (cost of one kernel launch)
-    transfer  = H2D count x latency + H2D bytes / bandwidth  (+ the same for D2H off CPU)
-    compile   = time spent tracing, lowering and compiling inside the call (measured by
+    transfer  = by path, each priced by its own unit cost:
+                  device_put-like H2D (logged with a shape): count x latency + bytes / bandwidth
+                  jitted-call arguments (logged without one: Python scalar, NumPy scalar or
+                    array, not told apart): count x [cheapest, dearest] argument cost
+                  device to host: D2H count x latency + bytes / bandwidth off CPU; on CPU
+                    the host conversions in the trace x [ready, pending] conversion cost
+                a range when a path is unknown; the shares use its middle
+    compile   = tracing, lowering and compiling inside the call (measured,
                 `harness.probes.compilations`; 0 for a warm, compiled backend)
-    remainder = T - the above: device compute, host Python between calls and waits,
-                together; it is not measured, only what is left
+    host      = T - all of the above: host work the probes do not name (Python between
+                calls, NumPy, Numba or SciPy code, waiting); the rest, named as such
 
-The unit costs come from ``harness.probes.overheads``, measured on the same device in
-the same run. When the parts add up to more than ``T`` (queued dispatches overlap with
-device work), the remainder is clamped at 0 and ``overlap`` is set.
+When the parts add up to more than ``T`` (host and device work overlapped, or the
+profiler inflated the device share), ``host`` is 0 and ``overlap`` is the excess as a
+fraction of ``T``. The unit costs come from ``harness.probes.overheads``.
+
+Results stored before the device time was measured have no ``spans``: their ``device``
+and ``host`` are None and ``remainder`` (= device + host) is all they say.
 """
 
 from __future__ import annotations
@@ -20,15 +35,52 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-PARTS = ("dispatch", "launch", "transfer", "compile", "remainder")
+PARTS = ("dispatch", "launch", "transfer", "compile", "device", "host")
+
+
+def _transfer_range(
+    transfers: Mapping[str, Any], spans: Mapping[str, Any], costs: Mapping[str, Any]
+) -> tuple[float, float]:
+    """Seconds of one counted region's transfers, as (low, high), priced by path."""
+    known = transfers["h2d"] - (transfers.get("h2d_unknown_size") or 0)
+    put = known * costs["h2d_latency_s"] + transfers.get("h2d_bytes", 0) / costs["h2d_bytes_per_s"]
+    arguments = transfers.get("h2d_unknown_size") or 0
+    argument_costs = [costs[k] for k in costs if k.startswith("arg_") and k.endswith("_s")]
+    if argument_costs:
+        low, high = arguments * min(argument_costs), arguments * max(argument_costs)
+    else:  # unit costs of an older run: every transfer priced as a device_put
+        low = high = arguments * costs["h2d_latency_s"]
+    if transfers.get("d2h"):
+        d2h = transfers["d2h"] * costs["d2h_latency_s"]
+        d2h += (transfers.get("d2h_bytes") or 0) / costs["d2h_bytes_per_s"]
+        low, high = low + d2h, high + d2h
+    elif spans.get("host_conversions"):
+        ready = costs["d2h_latency_s"]
+        pending = max(ready, costs.get("d2h_pending_s", ready))
+        low += spans["host_conversions"] * ready
+        high += spans["host_conversions"] * pending
+    return put + low, put + high
+
+
+def device_seconds(median_s: float, spans: Mapping[str, Any], calls: int) -> float | None:
+    """Device time of one call from the trace's spans, the profiler's cost taken out."""
+    needed = ("wall_s", "device_busy_s", "events", "busy_events")
+    if any(spans.get(key) is None for key in needed):
+        return None
+    busy, wall = spans["device_busy_s"] / calls, spans["wall_s"] / calls
+    profiler = max(wall - median_s, 0.0)  # what recording cost this call
+    events = spans["events"]
+    inside = profiler * spans["busy_events"] / events if events else 0.0
+    return max(busy - inside, 0.0)
 
 
 def decompose(
     median_s: float, counts: Mapping[str, Any], costs: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Seconds and fractions of ``median_s`` per part (pure)."""
+    """Seconds and fractions of ``median_s`` per part (pure; see the module doc)."""
     trace = counts.get("trace") or {}
     transfers = counts.get("transfers") or {}
+    spans = counts.get("spans") or {}
     missing = [
         name
         for name, present in (
@@ -46,24 +98,33 @@ def decompose(
     dispatch = scale * trace["dispatches"] * costs["dispatch_queued_s"]
     launch_cost = costs.get("kernel_launch_s")
     launch = scale * trace["kernels"] * launch_cost if launch_cost is not None else 0.0
-    transfer = transfers["h2d"] * costs["h2d_latency_s"]
-    transfer += transfers.get("h2d_bytes", 0) / costs["h2d_bytes_per_s"]
-    if transfers.get("d2h"):
-        transfer += transfers["d2h"] * costs["d2h_latency_s"]
-        transfer += (transfers.get("d2h_bytes") or 0) / costs["d2h_bytes_per_s"]
-    transfer *= scale
+    low, high = (scale * seconds for seconds in _transfer_range(transfers, spans, costs))
+    transfer = (low + high) / 2
     compile_s = scale * (counts.get("compilations") or {}).get("total_s", 0.0)
-    remainder = median_s - dispatch - launch - transfer - compile_s
+    device = device_seconds(median_s, spans, calls)
+    measured = device is not None
+    if measured and costs.get("platform", "cpu") == "cpu":
+        device = max(device - launch, 0.0)
+    device = scale * calls * device if measured else 0.0
+    rest = median_s - dispatch - launch - transfer - compile_s - device
     result: dict[str, Any] = {
         "dispatch_s": dispatch,
         "launch_s": launch,
         "transfer_s": transfer,
+        "transfer_low_s": low,
+        "transfer_high_s": high,
         "compile_s": compile_s,
-        "remainder_s": max(remainder, 0.0),
-        "overlap": remainder < 0,
+        "device_s": device if measured else None,
+        "host_s": max(rest, 0.0) if measured else None,
+        "remainder_s": max(median_s - dispatch - launch - transfer - compile_s, 0.0),
+        "overlap": rest < 0,
+        "overlap_fraction": max(-rest, 0.0) / median_s if median_s > 0 else 0.0,
+        "device_measured": measured,
         "launch_cost_known": launch_cost is not None,
         "compile_measured": "compilations" in counts,
     }
-    for key in PARTS:
-        result[f"{key}_fraction"] = result[f"{key}_s"] / median_s if median_s > 0 else 0.0
+    for key in (*PARTS, "remainder", "transfer_low", "transfer_high"):
+        seconds = result[f"{key}_s"]
+        fraction = None if seconds is None else (seconds / median_s if median_s > 0 else 0.0)
+        result[f"{key}_fraction"] = fraction
     return result

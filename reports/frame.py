@@ -29,9 +29,14 @@ Derived columns (all from stored values; nothing is re-measured):
     mem_planned, mem_temp,          XLA's static plan of the largest executable (arguments +
     mem_temporaries                 outputs + temporaries - aliased; temporaries; the
                                     largest temporaries as (instruction, bytes))
-    dispatch_pct, launch_pct, transfer_pct, compile_pct, remainder_pct   the time
-                                    decomposition (compile: measured recompilation in the
-                                    call; remainder: the rest, not measured)
+    dispatch_pct, launch_pct,       the time decomposition (`harness.decomposition`):
+    transfer_pct, compile_pct,      counts x unit costs; compile: measured recompilation;
+    device_pct, host_pct,           device: measured from the trace; host: the rest;
+    remainder_pct                   remainder = device + host (alone in older results)
+    transfer_low_pct,               the range of transfer_pct when a transfer's path is
+    transfer_high_pct               unknown (jitted-call arguments, host conversions)
+    overlap_pct                     how far the parts exceed the median (host and device
+                                    work overlapped), 0 otherwise
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
     }
     if "compute_fraction" in decomposition:  # stored before the remainder was named so
         decomposition = {**decomposition, "remainder_fraction": decomposition["compute_fraction"]}
-    for part in PARTS:
+    for part in (*PARTS, "remainder", "transfer_low", "transfer_high", "overlap"):
         fraction = decomposition.get(f"{part}_fraction")
         if fraction is None and part == "compile" and "remainder_fraction" in decomposition:
             fraction = 0.0 if decomposition.get("compile_measured") else None

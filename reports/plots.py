@@ -29,8 +29,11 @@ PARTS = (  # decomposition part, column, colour
     ("kernel launch", "launch_pct", "#ff7f0e"),
     ("transfer", "transfer_pct", "#9467bd"),
     ("recompilation", "compile_pct", "#8c564b"),
-    ("remainder (compute, host, waits)", "remainder_pct", "#2ca02c"),
+    ("device (measured)", "device_pct", "#2ca02c"),
+    ("host: Python, native code, waits (the rest)", "host_pct", "#bcbd22"),
+    ("device + host (not split: older results)", "unsplit_pct", "#98df8a"),
 )
+OVERHEADS = PARTS[:4]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,15 +222,17 @@ def speedup_bars(ok: pd.DataFrame, title: str) -> Plot | None:
 
 def decomposition_bars(ok: pd.DataFrame, title: str) -> Plot | None:
     """Where each backend's median goes: dispatch, kernel launch, transfer, recompilation,
-    and the unmeasured remainder (100%)."""
+    measured device time and the host's rest (100%; older results: device + host unsplit)."""
     ok = ok.dropna(subset=["remainder_pct"])
     if ok.empty:
         return None
+    ok = ok.assign(unsplit_pct=ok["remainder_pct"].where(ok["device_pct"].isna(), 0.0))
     labels = _labels(ok)
-    figure, axes = _bar_figure(len(ok))
+    shown = [part for part in PARTS if ok[part[1]].fillna(0.0).gt(0.0).any()]
+    figure, axes = _bar_figure(max(len(ok), len(shown)))  # room for the legend too
     positions = list(range(len(ok)))
     left = pd.Series(0.0, index=ok.index)
-    for name, column, color in PARTS:
+    for name, column, color in shown:
         values = ok[column].fillna(0.0).clip(lower=0.0)
         axes.barh(positions, values, left=left, color=color, label=name)
         left = left + values
@@ -245,19 +250,24 @@ def decomposition_bars(ok: pd.DataFrame, title: str) -> Plot | None:
     axes.set_xlim(0, 100)
     axes.set_xlabel("share of the median time per call [%] (median at the right)")
     axes.legend(loc="upper left", bbox_to_anchor=(1.12, 1), title="time spent in")
-    overhead = 100.0 - ok["remainder_pct"].fillna(100.0)
+    overhead = sum(ok[column].fillna(0.0).clip(lower=0.0) for _, column, _ in OVERHEADS)
     worst = ok.loc[overhead.idxmax()]
     if overhead.max() >= 1.0:
-        part = max(PARTS[:4], key=lambda p: worst[p[1]] if pd.notna(worst[p[1]]) else -1)
+        part = max(OVERHEADS, key=lambda p: worst[p[1]] if pd.notna(worst[p[1]]) else -1)
         caption = (
-            f"Everything but green is overhead, estimated from counts x unit costs "
-            f"(recompilation measured). {worst['backend']} loses the most: "
-            f"{overhead.max():.0f}% of its time, mostly {part[0]}."
+            f"Red to brown are overheads, estimated from counts x unit costs (recompilation "
+            f"measured). {worst['backend']} loses the most to them: {overhead.max():.0f}% "
+            f"of its time, mostly {part[0]}."
         )
     else:
-        caption = (
-            "Overheads (counts x unit costs) are under 1% of every backend's time; the rest "
-            "(green) is device compute, host Python and waits, not told apart here."
+        caption = "Overheads (counts x unit costs) are under 1% of every backend's time."
+    measured = ok.dropna(subset=["device_pct"])
+    if not measured.empty:
+        host = measured.loc[measured["host_pct"].idxmax()]
+        caption += (
+            f" Dark green is device time measured from the trace, light green the host's "
+            f"rest (Python, native code, waits): largest in {host['backend']} "
+            f"({host['host_pct']:.0f}%)."
         )
     return Plot(f"Where the time goes: {title}", caption, figure)
 

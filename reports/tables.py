@@ -159,13 +159,32 @@ def counts_table(ok: pd.DataFrame) -> pd.DataFrame:
             "D2H": d2h,
             "dispatch": ok["dispatch_pct"].map(_pct),
             "launch": ok["launch_pct"].map(_pct),
-            "transfer": ok["transfer_pct"].map(_pct),
+            "transfer": [_pct_range(r) for r in ok.itertuples()],
             "recompile": ok["compile_pct"].map(_pct),
-            "remainder": [
-                _pct(r.remainder_pct) + (" (overlap)" if r.overlap else "") for r in ok.itertuples()
-            ],
+            "device": ok["device_pct"].map(_pct),
+            "host": [_host(r) for r in ok.itertuples()],
         }
     )
+
+
+def _pct_range(row) -> str:
+    """The transfer share, with its range when a transfer's path is unknown."""
+    low, high = row.transfer_low_pct, row.transfer_high_pct
+    if _missing(low) or _missing(high) or high - low < 0.5:
+        return _pct(row.transfer_pct)
+    return f"{_pct(low)}-{_pct(high)}"
+
+
+def _host(row) -> str:
+    """The host rest; in results without measured device time, the whole remainder."""
+    if _missing(row.host_pct):
+        text = "-" if _missing(row.remainder_pct) else f"{_pct(row.remainder_pct)} (+device)"
+    else:
+        text = _pct(row.host_pct)
+    if row.overlap:
+        excess = row.overlap_pct
+        text += " (overlap" + ("" if _missing(excess) else f" {_pct(excess)}") + ")"
+    return text
 
 
 def _bytes(value) -> str:
@@ -291,9 +310,12 @@ COLUMN_HELP = (
     "(static)*: the same estimated from optimized HLO; *GPU launch equiv.*: loop body "
     "kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers under "
     "jax.transfer_guard (bytes when logged); *dispatch/launch/transfer*: counts x "
-    "unit costs measured in the same run; *recompile*: tracing and compilation inside the "
-    "timed call, measured (jax.monitoring); *remainder*: the rest of the median, not "
-    "measured (device compute, host Python between calls, waits). *memory (x min)*: "
+    "unit costs measured in the same run (*transfer* priced by path: a range *a-b* when the "
+    "path is unknown); *recompile*: tracing and compilation inside the timed call, measured "
+    "(jax.monitoring); *device*: the share of the traced call an XLA program was executing, "
+    "measured from the trace (less the launch estimate); *host*: the rest of the median: "
+    "host work no probe names (Python, NumPy/Numba/SciPy code, waits); *(overlap N%)*: the "
+    "parts exceed the median by N% (host and device work overlapped). *memory (x min)*: "
     "the peak memory one warm call adds to the process (CPU: resident-set high-water mark; "
     "GPU: device memory; *≤*: bounded by an earlier peak) and (inputs + that peak) / "
     "(inputs + output), 1.0 for a call that allocates only its output; the memory table "

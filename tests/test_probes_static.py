@@ -14,6 +14,7 @@ from harness.probes.gpu import (
     with_command_buffers,
 )
 from harness.probes.hlo import estimate
+from harness.probes.spans import measure_spans, union_ns
 from harness.probes.trace import TraceEvent
 from harness.probes.transfers import (
     CPU_D2H_NOTE,
@@ -213,8 +214,79 @@ def test_decomposition_adds_up():
     assert result["transfer_s"] == pytest.approx(10 * 50e-6 + 1e-3)
     assert result["compile_s"] == 0.0 and not result["compile_measured"]
     assert result["remainder_s"] == pytest.approx(0.01 - 3.5e-3)
-    fractions = sum(result[f"{k}_fraction"] for k in PARTS)
-    assert fractions == pytest.approx(1.0) and not result["overlap"]
+    # no spans (results stored before device time was measured): device and host unknown
+    assert result["device_s"] is None and result["host_s"] is None
+    known = sum(result[f"{k}_fraction"] for k in PARTS if k not in ("device", "host"))
+    assert known + result["remainder_fraction"] == pytest.approx(1.0) and not result["overlap"]
+
+
+def _spans(busy_s, wall_s, events=100, busy_events=0, conversions=0):
+    return {
+        "wall_s": wall_s,
+        "device_busy_s": busy_s,
+        "events": events,
+        "busy_events": busy_events,
+        "host_conversions": conversions,
+    }
+
+
+def test_decomposition_measures_device_time_and_names_the_host_rest():
+    counts = {
+        "trace": {"dispatches": 100, "kernels": 1000},
+        "transfers": {"h2d": 0, "h2d_bytes": 0},
+        "spans": _spans(busy_s=0.005, wall_s=0.01),  # the traced call took the median
+    }
+    result = decompose(0.01, counts, COSTS)
+    # device: the measured busy time, less the launch estimate that lies inside it
+    assert result["device_s"] == pytest.approx(0.005 - 1e-3)
+    assert result["host_s"] == pytest.approx(0.01 - 1e-3 - 1e-3 - 0.004)
+    assert sum(result[f"{k}_fraction"] for k in PARTS) == pytest.approx(1.0)
+    assert result["device_measured"] and not result["overlap"]
+    busy = {**counts, "spans": _spans(busy_s=0.01, wall_s=0.01)}
+    result = decompose(0.01, busy, COSTS)  # dispatches could not overlap a busy device
+    assert result["overlap"] and result["host_s"] == 0.0
+    assert result["overlap_fraction"] == pytest.approx(0.1)
+
+
+def test_device_time_leaves_out_the_profilers_cost_per_event_inside_it():
+    """Traced: 30 ms for a 20 ms call; 10 ms of recording shared out over 1000 events,
+    900 of them inside the 18 ms the device was busy: 9 ms of it was the profiler's."""
+    counts = {
+        "trace": {"dispatches": 1, "kernels": 0},
+        "transfers": {"h2d": 0, "h2d_bytes": 0},
+        "spans": _spans(busy_s=0.018, wall_s=0.030, events=1000, busy_events=900),
+    }
+    result = decompose(0.020, counts, COSTS)
+    assert result["device_s"] == pytest.approx(0.018 - 0.009)
+    faster = {**counts, "spans": _spans(0.018, wall_s=0.015, events=1000, busy_events=900)}
+    assert decompose(0.020, faster, COSTS)["device_s"] == pytest.approx(0.018)  # no excess
+    older = {**counts, "spans": {"busy_fraction": 0.5}}  # spans of another layout: not used
+    assert decompose(0.020, older, COSTS)["device_s"] is None
+
+
+def test_transfers_are_priced_by_their_path_and_unknown_paths_as_a_range():
+    costs = {
+        **COSTS,
+        "arg_python_scalar_s": 2e-6,
+        "arg_numpy_array_s": 6e-6,
+        "d2h_pending_s": 40e-6,
+    }
+    counts = {
+        "trace": {"dispatches": 0, "kernels": 0},
+        # 3 device_put-like transfers of 1 MB in all, 100 jitted-call arguments
+        "transfers": {"h2d": 103, "h2d_bytes": 1_000_000, "h2d_unknown_size": 100, "d2h": None},
+        "spans": _spans(busy_s=0.0, wall_s=0.01, conversions=10),
+    }
+    result = decompose(0.01, counts, costs)
+    put = 3 * 50e-6 + 1e-3
+    assert result["transfer_low_s"] == pytest.approx(put + 100 * 2e-6 + 10 * 20e-6)
+    assert result["transfer_high_s"] == pytest.approx(put + 100 * 6e-6 + 10 * 40e-6)
+    assert result["transfer_s"] == pytest.approx(
+        (result["transfer_low_s"] + result["transfer_high_s"]) / 2
+    )
+    gpu = {**counts, "transfers": {**counts["transfers"], "d2h": 2, "d2h_bytes": 0}}
+    result = decompose(0.01, gpu, costs)  # off CPU, D2H are logged: priced as such
+    assert result["transfer_low_s"] == pytest.approx(put + 100 * 2e-6 + 2 * 20e-6)
 
 
 def test_decomposition_names_recompilation_measured_in_the_call():
@@ -245,3 +317,49 @@ def test_decomposition_scales_counts_made_on_a_smaller_size():
     result = decompose(1.0, counts, COSTS)
     assert result["dispatch_s"] == pytest.approx(20 * 10 * 10e-6)
     assert result["transfer_s"] == pytest.approx(20 * 50e-6)
+
+
+def _event(name, start, duration, line="python", plane="/host:CPU", **stats):
+    return TraceEvent(plane, line, name, float(start), float(duration), stats)
+
+
+def test_union_counts_overlapping_intervals_once():
+    assert union_ns([]) == 0.0
+    assert union_ns([(0, 10), (5, 15), (20, 30), (21, 22)]) == 25.0
+
+
+def test_device_busy_is_the_executing_time_and_kernel_busy_its_kernels():
+    worker = "tf_XLAPjRtCpuClient/1"
+    events = [
+        _event("PjitFunction(f)", 0, 1000),
+        # an asynchronous execution: its executor runs 100..600, kernels inside with gaps
+        _event("ThunkExecutor::Execute", 100, 500, line=worker),
+        _event("ThunkExecutor::Execute (wait for completion)", 590, 5, line=worker),
+        _event("while.3", 150, 400, line=worker, hlo_op="while.3"),
+        _event("fusion", 160, 100, line=worker, hlo_op="fusion"),
+        _event("fusion", 300, 100, line=worker, hlo_op="fusion"),
+        # an inline execution on the dispatching thread: part of the dispatch, not device
+        _event("copy", 700, 50, hlo_op="copy"),
+        _event("np.asarray(jax.Array)", 800, 20),
+        _event("np.asarray(jax.Array)", 900, 20),
+    ]
+    spans = measure_spans(events, wall_s=1e-6)
+    assert spans.device_busy_s == pytest.approx(500e-9)  # 100..600
+    assert spans.kernel_busy_s == pytest.approx(200e-9)  # the while container is no kernel
+    assert spans.inline_busy_s == pytest.approx(50e-9)
+    assert spans.host_conversions == 2
+    assert (spans.events, spans.busy_events) == (len(events), 4)  # executor, while, 2 fusions
+
+
+def test_gpu_busy_time_is_read_per_device_plane():
+    events = [
+        _event("fusion", 0, 100, line="Stream #7(compute)", plane="/device:GPU:0"),
+        _event("MemcpyD2H", 50, 100, line="Stream #8(memcpy)", plane="/device:GPU:0"),
+        _event("fusion", 0, 300, line="Stream #7(compute)", plane="/device:GPU:1"),
+        _event("fusion", 0, 300, line="XLA Ops", plane="/device:GPU:1"),  # a derived line
+        _event("fusion", 0, 900, line="tf_XLA/1", hlo_op="fusion"),  # host plane: not GPU
+    ]
+    spans = measure_spans(events, wall_s=1e-6)
+    assert spans.busy_by_device == pytest.approx({"GPU:0": 150e-9, "GPU:1": 300e-9})
+    assert spans.device_busy_s == pytest.approx(300e-9)
+    assert spans.busy_events == 0  # device clocks: the host profiler's cost is not in them

@@ -6,9 +6,15 @@
   elementwise op, divided by the body's kernels per iteration (static HLO count). The
   carry is the smallest of 16..65536 elements for which XLA:CPU keeps the loop as
   per-iteration kernels (smaller loops become one native kernel, detected in the HLO);
-- **transfer**: host-to-device latency (4-byte ``device_put``) and bandwidth (64 MiB), and
-  device-to-host latency and bandwidth (``np.asarray`` of a device array, which on CPU is a
-  zero-copy view: reported, but not used as a transfer cost).
+- **transfer**, by the path a transfer takes (the transfer probe tells two apart: a
+  ``device_put``-like transfer logs its shape, an argument of a jitted call does not):
+  - explicit ``device_put`` (also ``jnp.asarray``, a Python scalar in an eager op): latency
+    (4 bytes) and bandwidth (64 MiB);
+  - argument of a jitted call, each kind measured as the extra time of a queued call with
+    it over the same call with a device argument: a Python scalar, a NumPy scalar, a small
+    NumPy array (the log does not say which: the decomposition prices these as a range);
+  - device to host (``np.asarray``/``float()``): of a ready value (latency and bandwidth; on
+    CPU a zero-copy view) and of a pending one (the extra time over waiting for it).
 
 Each cost is the median over repeated measurements. These feed the decomposition
 (``harness.decomposition``), which says how much of a cell's time those counts explain.
@@ -27,11 +33,15 @@ SCAN_STEPS = 1000
 
 
 def _median_time(fn: Callable[[], Any], repeats: int) -> float:
+    """Median seconds of ``fn()``. As in the timing loop, a result is freed after the
+    clock stopped (freeing a 64 MiB array took ~8 ms here: timed, it made ``device_put``
+    look 20% slower than the same put timed in a cell)."""
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
+        result = fn()
         samples.append(time.perf_counter() - start)
+        del result
     return float(np.median(samples))
 
 
@@ -103,7 +113,7 @@ def transfer_costs(repeats: int = 7) -> dict[str, float]:
     large = np.ones(64 * 2**20 // 4, np.float32)
 
     def put(array):
-        return lambda: jax.block_until_ready(jax.device_put(array))
+        return lambda: jax.block_until_ready(jax.device_put(array))  # returned: freed untimed
 
     h2d_latency = _median_time(put(small), repeats * 10)
     h2d_large = _median_time(put(large), repeats)
@@ -119,6 +129,56 @@ def transfer_costs(repeats: int = 7) -> dict[str, float]:
     }
 
 
+def argument_costs(calls: int = 2000, repeats: int = 7) -> dict[str, float]:
+    """Extra host time per argument of a jitted call, by kind, over a device argument."""
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda x, s: x + s)
+    x = jnp.zeros(4, jnp.float32)
+    kinds = {
+        "device": jnp.ones(4, jnp.float32),
+        "python_scalar": 1.0,
+        "numpy_scalar": np.float32(1.0),
+        "numpy_array": np.ones(4, np.float32),
+    }
+    for argument in kinds.values():
+        jax.block_until_ready(step(x, argument))
+
+    def queued(argument):
+        def calls_with_it():
+            y = x
+            for _ in range(calls):
+                y = step(y, argument)
+            jax.block_until_ready(y)
+
+        return _median_time(calls_with_it, repeats) / calls
+
+    per_call = {kind: queued(argument) for kind, argument in kinds.items()}
+    return {
+        f"arg_{kind}_s": max(per_call[kind] - per_call["device"], 0.0)
+        for kind in kinds
+        if kind != "device"
+    }
+
+
+def pending_conversion_cost(repeats: int = 21) -> dict[str, float]:
+    """Extra time of ``np.asarray`` on a value still being computed, over waiting for it.
+
+    The computation is over 1000 flops so that XLA:CPU runs it asynchronously (cheaper
+    ones run inline and are never pending).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    work = jax.jit(lambda x: jnp.cumsum(jnp.sin(x)))
+    x = jnp.ones(2**16, jnp.float32)
+    jax.block_until_ready(work(x))
+    waited = _median_time(lambda: jax.block_until_ready(work(x)), repeats)
+    converted = _median_time(lambda: np.asarray(work(x)), repeats)
+    return {"d2h_pending_s": max(converted - waited, 0.0)}
+
+
 def measure_all() -> dict[str, Any]:
     """Every unit cost on the default device (a few seconds)."""
     import jax
@@ -128,4 +188,6 @@ def measure_all() -> dict[str, Any]:
         **dispatch_costs(),
         **launch_cost(),
         **transfer_costs(),
+        **argument_costs(),
+        **pending_conversion_cost(),
     }

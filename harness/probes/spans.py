@@ -1,0 +1,121 @@
+"""Measured time spans of one traced call: device-busy time and host conversions.
+
+The counts say *how many* dispatches, kernels and transfers a call makes; this module
+reads from the same trace *how long* the devices were busy, so the decomposition measures
+device work instead of leaving it in a remainder (pure functions over ``TraceEvent``
+tuples, tested on synthetic events):
+
+- **device busy** on CPU: the time an XLA program was executing off the threads that
+  dispatch (those with ``PjitFunction`` events): the union of the
+  ``ThunkExecutor::Execute`` events (one per asynchronous execution, on the client's
+  threads) and of the kernel (thunk) events `harness.probes.trace.is_kernel` counts.
+  Within it, **kernel busy** is the union of the kernels alone: the difference is the
+  thunk executor's own time between kernels (on CPU, what a kernel launch costs). The
+  kernels are not split by device on CPU (the trace does not say which virtual device a
+  pool thread works for): one union over all of them, the time at least one device was
+  executing. On GPU: per ``/device:GPU:N`` plane, the union of its ``Stream #`` kernel
+  and copy events (both numbers), and the largest plane's as the call's.
+- **host conversions**: ``np.asarray(jax.Array)`` events, one per device array turned into
+  host data (``np.array(x)``, ``float(x)``, ``x.item()``...). On CPU they are zero-copy and
+  the transfer guard does not log them, so this is the only count of them there.
+
+Kernels that run *inline* on a thread that dispatches (XLA:CPU runs an executable of
+under 1000 flops on the calling thread) are kept apart (``inline_busy_s``): they are part
+of what a dispatch costs, and the dispatch unit cost already contains them.
+
+Busy time is measured under the profiler, which adds a cost to every recorded event; the
+decomposition (`harness.decomposition`) removes that cost from the busy time in
+proportion to the events recorded inside it (``busy_events`` of ``events``).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from harness.probes.trace import HOST_PLANE, PJIT, TraceEvent, is_kernel
+
+HOST_CONVERSION = "np.asarray(jax.Array)"
+THUNK_EXECUTOR = "ThunkExecutor::Execute"  # not "... (wait for completion)"
+GPU_PLANE_PREFIX = "/device:GPU:"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spans:
+    """Measured spans of one traced region (one or more calls), in seconds."""
+
+    wall_s: float  # the traced region's wall time, measured around the calls
+    device_busy_s: float  # an XLA program executing off the calling threads (largest GPU)
+    kernel_busy_s: float  # of which, inside kernels
+    inline_busy_s: float  # kernels run inline on a calling thread (part of its dispatch)
+    busy_by_device: dict[str, float]
+    events: int  # host-plane events recorded (each costs the profiler some time)
+    busy_events: int  # of which, inside the device-busy time (CPU; 0 on GPU)
+    host_conversions: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def union_ns(intervals: Iterable[tuple[float, float]]) -> float:
+    """Total length of the union of ``(start, end)`` intervals (overlaps counted once)."""
+    total = 0.0
+    current_start = current_end = None
+    for start, end in sorted(intervals):
+        if current_end is None or start > current_end:
+            if current_end is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None:
+        total += current_end - current_start
+    return total
+
+
+def measure_spans(events: Sequence[TraceEvent], wall_s: float) -> Spans:
+    """Device-busy time and host conversions of a traced region (pure; see module doc)."""
+    host = [event for event in events if event.plane == HOST_PLANE]
+    calling = {event.line for event in host if PJIT.match(event.name)}
+    kernels: list[tuple[float, float]] = []
+    executors: list[tuple[float, float]] = []
+    inline: list[tuple[float, float]] = []
+    gpu: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    conversions = busy_events = 0
+    for event in host:
+        span = (event.start_ns * 1e-9, (event.start_ns + event.duration_ns) * 1e-9)
+        if event.name == HOST_CONVERSION:
+            conversions += 1
+        elif event.line in calling:
+            if is_kernel(event):
+                inline.append(span)
+        elif event.name == THUNK_EXECUTOR:
+            executors.append(span)
+            busy_events += 1
+        elif "hlo_op" in event.stats:  # kernels, and loop containers (inside executors)
+            busy_events += 1
+            if is_kernel(event):
+                kernels.append(span)
+    for event in events:
+        if event.plane.startswith(GPU_PLANE_PREFIX) and event.line.startswith("Stream #"):
+            start = event.start_ns * 1e-9
+            gpu[event.plane[len("/device:") :]].append((start, start + event.duration_ns * 1e-9))
+    if gpu:
+        by_device = {device: union_ns(spans) for device, spans in sorted(gpu.items())}
+        busy = kernel_busy = max(by_device.values())
+        busy_events = 0  # device timestamps: the host profiler's cost is not in them
+    else:
+        busy, kernel_busy = union_ns(kernels + executors), union_ns(kernels)
+        by_device = {"cpu": busy} if busy else {}
+    return Spans(
+        wall_s=wall_s,
+        device_busy_s=busy,
+        kernel_busy_s=kernel_busy,
+        inline_busy_s=union_ns(inline),
+        busy_by_device=by_device,
+        events=len(host),
+        busy_events=busy_events,
+        host_conversions=conversions,
+    )
