@@ -2,11 +2,13 @@
 
 For one call with median time ``T`` (untimed probes, same run, same device):
 
-    device    = time an XLA program executed during the traced call, off the calling
-                threads (`harness.probes.spans`), less the profiler's own cost inside it
-                (the traced call's excess over T, shared out per recorded event: busy
-                events / all events), less on CPU the launch part below; 0 for a backend
-                that runs no XLA program
+    device    = the share of the traced call an XLA program executed, off the calling
+                threads (`harness.probes.spans`), x T; the profiler's recording cost
+                (recorded events x measured cost per event) taken out of both the busy
+                time and the traced call's wall time first. A share, not the busy
+                seconds, because the traced call may run at another speed than the timed
+                ones (this VM has spells of 1.5-2x). Less, on CPU, the launch part below;
+                0 for a backend that runs no XLA program
     launch    = kernels (trace) x (cost of one kernel launch), an estimate: on CPU the
                 thunk executor's time between kernels, inside the device time above
     dispatch  = dispatches x (queued cost of one dispatch)
@@ -62,16 +64,17 @@ def _transfer_range(
     return put + low, put + high
 
 
-def device_seconds(median_s: float, spans: Mapping[str, Any], calls: int) -> float | None:
-    """Device time of one call from the trace's spans, the profiler's cost taken out."""
+def device_seconds(median_s: float, spans: Mapping[str, Any], event_s: float) -> float | None:
+    """Device time of one call of ``median_s``: the busy share of the traced call, the
+    profiler's recording cost (``event_s`` per recorded event) taken out first."""
     needed = ("wall_s", "device_busy_s", "events", "busy_events")
     if any(spans.get(key) is None for key in needed):
         return None
-    busy, wall = spans["device_busy_s"] / calls, spans["wall_s"] / calls
-    profiler = max(wall - median_s, 0.0)  # what recording cost this call
-    events = spans["events"]
-    inside = profiler * spans["busy_events"] / events if events else 0.0
-    return max(busy - inside, 0.0)
+    wall = spans["wall_s"] - spans["events"] * event_s
+    busy = spans["device_busy_s"] - spans["busy_events"] * event_s
+    if wall <= 0:
+        return None
+    return min(max(busy / wall, 0.0), 1.0) * median_s
 
 
 def decompose(
@@ -101,11 +104,11 @@ def decompose(
     low, high = (scale * seconds for seconds in _transfer_range(transfers, spans, costs))
     transfer = (low + high) / 2
     compile_s = scale * (counts.get("compilations") or {}).get("total_s", 0.0)
-    device = device_seconds(median_s, spans, calls)
+    device = device_seconds(median_s, spans, costs.get("profiler_event_s", 0.0))
     measured = device is not None
     if measured and costs.get("platform", "cpu") == "cpu":
         device = max(device - launch, 0.0)
-    device = scale * calls * device if measured else 0.0
+    device = device if measured else 0.0
     rest = median_s - dispatch - launch - transfer - compile_s - device
     result: dict[str, Any] = {
         "dispatch_s": dispatch,

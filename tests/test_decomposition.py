@@ -29,7 +29,13 @@ import pytest
 
 from harness.counting import count_cell
 from harness.decomposition import PARTS, decompose
-from harness.probes.overheads import argument_costs, dispatch_costs, launch_cost, transfer_costs
+from harness.probes.overheads import (
+    argument_costs,
+    dispatch_costs,
+    launch_cost,
+    profiler_event_cost,
+    transfer_costs,
+)
 from harness.timing import call_and_wait, time_call
 
 COMPOSED = str(Path(__file__).parent / "scenario_files" / "composed.py")
@@ -46,7 +52,7 @@ def decomposed(backend_name: str, size_name: str) -> list[dict]:
     backend = scenario.backend(backend_name)
     prepared = backend.prepare(scenario.make_inputs(size, 0, "float32"), size)
     call_and_wait(backend.run, prepared)  # compiled, off the clock
-    fixed = {"platform": "cpu", **launch_cost(), **argument_costs()}
+    fixed = {"platform": "cpu", **launch_cost(), **argument_costs(), **profiler_event_cost()}
 
     def varying() -> dict[str, float]:  # the costs these backends are priced with
         return {**dispatch_costs(repeats=1), **transfer_costs(repeats=1)}

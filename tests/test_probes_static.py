@@ -248,20 +248,21 @@ def test_decomposition_measures_device_time_and_names_the_host_rest():
     assert result["overlap_fraction"] == pytest.approx(0.1)
 
 
-def test_device_time_leaves_out_the_profilers_cost_per_event_inside_it():
-    """Traced: 30 ms for a 20 ms call; 10 ms of recording shared out over 1000 events,
-    900 of them inside the 18 ms the device was busy: 9 ms of it was the profiler's."""
+def test_device_time_is_the_busy_share_of_the_traced_call_without_the_profiler():
+    """Traced: 18 ms busy of a 30 ms call, 1000 events recorded at 10 us each, 900 of them
+    inside the busy time: without recording, 9 ms busy of 20 ms, a share of 0.45."""
     counts = {
         "trace": {"dispatches": 1, "kernels": 0},
         "transfers": {"h2d": 0, "h2d_bytes": 0},
         "spans": _spans(busy_s=0.018, wall_s=0.030, events=1000, busy_events=900),
     }
-    result = decompose(0.020, counts, COSTS)
-    assert result["device_s"] == pytest.approx(0.018 - 0.009)
-    faster = {**counts, "spans": _spans(0.018, wall_s=0.015, events=1000, busy_events=900)}
-    assert decompose(0.020, faster, COSTS)["device_s"] == pytest.approx(0.018)  # no excess
+    costs = {**COSTS, "profiler_event_s": 10e-6}
+    assert decompose(0.020, counts, costs)["device_s"] == pytest.approx(0.45 * 0.020)
+    # a traced call twice as slow as the timed ones (a spell): the share still holds
+    slow = {**counts, "spans": _spans(busy_s=0.036, wall_s=0.060, events=0)}
+    assert decompose(0.020, slow, COSTS)["device_s"] == pytest.approx(0.6 * 0.020)
     older = {**counts, "spans": {"busy_fraction": 0.5}}  # spans of another layout: not used
-    assert decompose(0.020, older, COSTS)["device_s"] is None
+    assert decompose(0.020, older, costs)["device_s"] is None
 
 
 def test_transfers_are_priced_by_their_path_and_unknown_paths_as_a_range():

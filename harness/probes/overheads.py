@@ -16,6 +16,9 @@
   - device to host (``np.asarray``/``float()``): of a ready value (latency and bandwidth; on
     CPU a zero-copy view) and of a pending one (the extra time over waiting for it).
 
+- **profiler**: what recording one trace event adds to the traced program (a scan of
+  per-iteration kernels traced against untraced), for taking it out of device-busy time.
+
 Each cost is the median over repeated measurements. These feed the decomposition
 (``harness.decomposition``), which says how much of a cell's time those counts explain.
 """
@@ -179,6 +182,31 @@ def pending_conversion_cost(repeats: int = 21) -> dict[str, float]:
     return {"d2h_pending_s": max(converted - waited, 0.0)}
 
 
+def profiler_event_cost(calls: int = 3, repeats: int = 7) -> dict[str, float]:
+    """What recording one trace event costs the traced program: a scan of 1000 steps of
+    per-iteration kernels (~4,000 events), traced against untraced, per recorded event
+    (events counted as `harness.probes.trace.flatten` keeps them, as the spans do)."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from harness.probes.trace import HOST_PLANE, recording
+
+    x = jnp.zeros(SCAN_CARRIES[-1], jnp.float32)  # large enough for per-iteration kernels
+    scan = jax.jit(
+        lambda x: lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, None, length=SCAN_STEPS)[0]
+    )
+    jax.block_until_ready(scan(x))
+    untraced = _median_time(lambda: jax.block_until_ready(scan(x)), repeats)
+    with recording() as events:
+        start = time.perf_counter()
+        for _ in range(calls):
+            jax.block_until_ready(scan(x))
+        traced = (time.perf_counter() - start) / calls
+    recorded = sum(1 for event in events if event.plane == HOST_PLANE) / calls
+    return {"profiler_event_s": max(traced - untraced, 0.0) / recorded if recorded else 0.0}
+
+
 def measure_all() -> dict[str, Any]:
     """Every unit cost on the default device (a few seconds)."""
     import jax
@@ -190,4 +218,5 @@ def measure_all() -> dict[str, Any]:
         **transfer_costs(),
         **argument_costs(),
         **pending_conversion_cost(),
+        **profiler_event_cost(),
     }
