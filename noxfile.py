@@ -18,9 +18,15 @@ nox.options.reuse_existing_virtualenvs = True
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit and integration tests at `smoke` sizes (pytest)."""
+    """Unit and integration tests at `smoke` sizes (pytest): on two xdist workers, then
+    the `solo` tests alone (they compare times measured moments apart, which the other
+    worker's load would skew). Arguments after `--` replace both runs with one."""
     session.install("-e", ".[dev]")
-    session.run("pytest", *(session.posargs or ["-q", "-n", "2"]))
+    if session.posargs:
+        session.run("pytest", *session.posargs)
+        return
+    session.run("pytest", "-q", "-n", "2", "-m", "not solo")
+    session.run("pytest", "-q", "-m", "solo")
 
 
 def _summary(session: nox.Session, markdown: str) -> None:

@@ -70,11 +70,13 @@ def device_seconds(median_s: float, spans: Mapping[str, Any], event_s: float) ->
     needed = ("wall_s", "device_busy_s", "events", "busy_events")
     if any(spans.get(key) is None for key in needed):
         return None
-    wall = spans["wall_s"] - spans["events"] * event_s
     busy = spans["device_busy_s"] - spans["busy_events"] * event_s
-    if wall <= 0:
-        return None
-    return min(max(busy / wall, 0.0), 1.0) * median_s
+    if busy <= 0:
+        return 0.0
+    # the cost per event is measured on kernel events; where other events dominate, it
+    # can exceed what they cost: the corrected wall is never taken below the busy time
+    wall = max(spans["wall_s"] - spans["events"] * event_s, busy)
+    return min(busy / wall, 1.0) * median_s
 
 
 def decompose(

@@ -13,8 +13,10 @@ Why not 1, 2, 3: XLA compiles a loop of trip count 1 differently (the while loop
 removed, `jnp.stack` of one array is a copy), so the counts at 1 are off the line the
 others lie on (measured: the scanned MPPI backend's kernels at 1, 2, 3 generations).
 
-Durations (keys ending in ``_s``, e.g. recompilation time) are extrapolated the same way
-but not held to the exactness check: they are measurements, not counts.
+Durations (keys ending in ``_s``, e.g. recompilation time) and the trace's measured spans
+(`harness.probes.spans`: busy times and the events the profiler recorded) are
+extrapolated the same way but not held to the exactness check: they are measurements,
+not counts.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 POINTS = (2, 3, 4)
+MEASURED = (".spans.",)  # measurements (times, events recorded): extrapolated, not checked
 
 
 def _is_number(value: Any) -> bool:
@@ -77,7 +80,7 @@ def extrapolate(
             return None, model, [*nonlinear, path]
         per_unit = (cb - ca) / (b - a)
         fixed = ca - per_unit * a
-        is_duration = path.endswith("_s")
+        is_duration = path.endswith("_s") or path.startswith(MEASURED)
         if not is_duration and abs(fixed + c * per_unit - cc) > 1e-9 * max(1.0, abs(cc)):
             return None, model, [*nonlinear, path]
         model[path] = (_exact(fixed), _exact(per_unit))

@@ -43,6 +43,7 @@ _spec = importlib.util.spec_from_file_location("composed_for_decomposition", COM
 composed = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(composed)
 ROUNDS = 15
+pytestmark = pytest.mark.solo  # on a loaded machine (the other xdist worker) no share holds
 
 
 def decomposed(backend_name: str, size_name: str) -> list[dict]:
