@@ -23,36 +23,30 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from harness.counts import Counts
+from harness.errors import (
+    HarnessError,
+    InputError,
+    MismatchError,
+    StoreError,
+    UnknownNameError,
+)
 
-class HarnessError(Exception):
-    """Base class of every error scanbench raises on purpose (the CLI prints one line)."""
-
-
-class UnknownNameError(HarnessError, ValueError):
-    """A name (scenario, backend, size, dtype, ...) that is not one of the allowed values."""
-
-    def __init__(self, field: str, value: str, choices: list[str] | tuple[str, ...], where=""):
-        self.field, self.value, self.choices = field, value, tuple(choices)
-        scope = f" for {where}" if where else ""
-        super().__init__(
-            f"unknown {field} {value!r}{scope}; choose one of: {', '.join(self.choices)}"
-        )
-
-
-class InputError(HarnessError, ValueError):
-    """A parameter value outside its allowed range."""
-
-
-class MismatchError(HarnessError):
-    """A backend's output disagrees with the scenario's reference answer."""
-
-    def __init__(self, message: str, max_error: float, tolerance: float):
-        self.max_error, self.tolerance = max_error, tolerance
-        super().__init__(f"{message} (max error {max_error:.3e} > tolerance {tolerance:.1e})")
-
-
-class StoreError(HarnessError):
-    """A results file that cannot be read: missing, malformed, or of another schema."""
+__all__ = [
+    "DTYPES",
+    "Backend",
+    "Counts",
+    "HarnessError",
+    "InputError",
+    "MismatchError",
+    "Record",
+    "Scenario",
+    "Size",
+    "Status",
+    "StoreError",
+    "Strategy",
+    "UnknownNameError",
+]
 
 
 class Strategy(enum.StrEnum):
@@ -230,7 +224,24 @@ class Scenario:
         return self.backends[name]
 
 
-STATUSES = ("ok", "failed", "skipped")
+def _plain(value: Any) -> Any:
+    """Mappings (read-only proxies included) and tuples as JSON-ready dicts and lists."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+class Status(enum.StrEnum):
+    """What became of a cell."""
+
+    OK = "ok"  # checked against the reference and measured
+    FAILED = "failed"  # an error, a mismatch, a crash or a timeout: stored with its message
+    SKIPPED = "skipped"  # the backend does not run at this size (stored with the reason)
+
+
+STATUSES = tuple(Status)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,7 +255,7 @@ class Record:
     size: str
     dtype: str
     seed: int
-    status: str
+    status: Status
     error: str | None = None
     device: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     size_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -256,7 +267,7 @@ class Record:
     max_error: float | None = None
     x64: bool | None = None
     wall_s: float | None = None
-    counts: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    counts: Counts = dataclasses.field(default_factory=Counts)
     decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     interference: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -276,9 +287,15 @@ class Record:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise UnknownNameError("status", self.status, STATUSES)
+        object.__setattr__(self, "status", Status(self.status))
+        if not isinstance(self.counts, Counts):
+            object.__setattr__(self, "counts", Counts.from_json(self.counts))
 
     def to_json(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        out = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        out = {key: _plain(value) for key, value in out.items()}
+        out["status"] = str(self.status)
+        out["counts"] = self.counts.to_json()
         out["samples_s"] = list(self.samples_s)
         return out
 

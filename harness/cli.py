@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.api import DTYPES, HarnessError, InputError
+from harness.api import DTYPES, Counts, HarnessError, InputError
 from harness.journal import journal_path
 from harness.registry import SCENARIOS, get_scenario, load_scenario_file, select
 from harness.run import Plan
@@ -485,12 +485,12 @@ def _profile(args: argparse.Namespace) -> int:
     )
     out = Path(args.out or f"results/profile-{cell.scenario}-{cell.backend}-{cell.size}")
     out.mkdir(parents=True, exist_ok=True)
-    counts = profile_in_worker(cell, str(out.resolve()), args.timeout)
-    trace = counts.get("trace") or {}
+    counts = Counts.from_json(profile_in_worker(cell, str(out.resolve()), args.timeout))
+    trace = counts.trace
     print(f"trace of one call of {cell.label}: {out}")
     print("  XProf/TensorBoard: --logdir that directory; Perfetto: its perfetto_trace.json.gz")
-    if "trace_error" in counts:
-        raise HarnessError(f"the trace failed: {counts['trace_error']}")
+    if "trace" in counts.errors:
+        raise HarnessError(f"the trace failed: {counts.errors['trace']}")
     print(
         f"dispatches: {trace['dispatches']}, executions: {trace['executions']}, "
         f"kernels: {trace['kernels']}, device puts: {trace['device_puts']}"
@@ -501,7 +501,7 @@ def _profile(args: argparse.Namespace) -> int:
     print(f"top {args.top} kernels by count:")
     for name, count in list(trace["kernels_by_op"].items())[: args.top]:
         print(f"  {count:>8}  {name}")
-    static = counts.get("static") or {}
+    static = counts.static
     if static.get("available"):
         print(
             f"static HLO estimate: {static['kernels']} kernels on this device, "
@@ -514,11 +514,11 @@ def _profile(args: argparse.Namespace) -> int:
                     f"{loop['body_kernels']} kernels per iteration"
                     + (" (one native kernel on CPU)" if loop["cpu_native"] else "")
                 )
-    transfers = counts.get("transfers") or {}
+    transfers = counts.transfers
     if transfers:
         d2h = transfers["note"] or transfers["d2h"]
         print(f"transfers: H2D {transfers['h2d']} ({transfers['h2d_bytes']} B logged), D2H {d2h}")
-    spans = counts.get("spans") or {}
+    spans = counts.spans
     if spans:
         print(
             f"device busy (under the profiler): {format_seconds(spans['device_busy_s'])} of "

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from harness.api import Backend, Scenario, Size
+from harness.counts import Counts
 
 
 def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def counts_per_call(
     device: dict[str, Any],
     parts: bool = False,
     input_bytes: int | None = None,
-) -> dict[str, Any]:
+) -> Counts:
     """Exact counts of one call at ``size``, and its memory (`memory_counts`).
 
     For a scenario with ``count_along`` whose value n is above 4 (or, with ``parts``, at
@@ -85,16 +86,17 @@ def counts_per_call(
         call_and_wait(backend.run, ready)  # warm: compile-on-first-call paths
         return ready
 
-    def with_memory(counts: dict[str, Any], ready: Any | None) -> dict[str, Any]:
+    def with_memory(counts: dict[str, Any], ready: Any | None) -> Counts:
         if ready is None:
             shown = ", ".join(map(str, POINTS))
-            return {**counts, "memory_error": f"not measured at this size (counted at {shown})"}
+            counts = {**counts, "memory_error": f"not measured at this size (counted at {shown})"}
+            return Counts.from_json(counts)
         try:
             inputs = inputs_of_full_size[0] if inputs_of_full_size else input_bytes
             memory = call_memory(backend, ready, platform, inputs, counts.get("static"))
-            return {**counts, "memory": memory}
+            return Counts.from_json({**counts, "memory": memory})
         except Exception as error:  # stored next to the counts; the timing stays valid
-            return {**counts, "memory_error": f"{type(error).__name__}: {error}"}
+            return Counts.from_json({**counts, "memory_error": f"{type(error).__name__}: {error}"})
 
     along = scenario.count_along
     n = size[along] if along else None
@@ -153,7 +155,9 @@ def memory_counts(
 def count_cell(
     backend: Backend, prepared: Any, platform: str, log_dir: str | None = None
 ) -> dict[str, Any]:
-    """Counts for one call of ``backend.run(prepared)``; see the module doc."""
+    """Counts for one call of ``backend.run(prepared)``, in the stored layout of
+    `harness.counts.Counts` (a dict, so that `harness.linear_counts` can extrapolate
+    several of them); see the module doc."""
     from harness.probes.compilations import count_compilations
     from harness.probes.gpu import command_buffers_enabled, count_gpu_events
     from harness.probes.spans import measure_spans
@@ -216,64 +220,3 @@ def count_cell(
     except Exception as error:
         counts["static_error"] = f"{type(error).__name__}: {error}"
     return counts
-
-
-GATED_COUNTS = ("dispatches", "kernels", "launch_equivalent", "h2d")
-
-
-def per_call_counts(counts: dict[str, Any]) -> dict[str, float | None]:
-    """The stored counts of a record scaled to one call at the record's size.
-
-    Counts may have been taken over several calls (``calls``) or, in results stored before
-    `harness.linear_counts`, on a smaller size (``scale``); None where a probe did not
-    produce the number (or the count was not linear along the scenario's ``count_along``).
-    Keys: dispatches, executions, kernels (trace), kernels_static, launch_equivalent
-    (static), h2d, h2d_bytes, h2d_unknown, d2h, d2h_bytes, compiles and traces (inside
-    the call: retracing / recompilation).
-    """
-    trace = counts.get("trace") or {}
-    static = counts.get("static") or {}
-    transfers = counts.get("transfers") or {}
-    calls = (counts.get("calls") or 1) / counts.get("scale", 1.0)
-    if not static.get("available"):
-        static = {}
-
-    def scaled(value):
-        return None if value is None else value / calls
-
-    return {
-        "dispatches": scaled(trace.get("dispatches")),
-        "executions": scaled(trace.get("executions")),
-        "kernels": scaled(trace.get("kernels")),
-        "kernels_static": scaled(static.get("kernels")),
-        "launch_equivalent": scaled(static.get("launch_equivalent")),
-        "h2d": scaled(transfers.get("h2d")),
-        "h2d_bytes": scaled(transfers.get("h2d_bytes")),
-        "h2d_unknown": scaled(transfers.get("h2d_unknown_size")),
-        "d2h": scaled(transfers.get("d2h")),
-        "d2h_bytes": scaled(transfers.get("d2h_bytes")),
-        "compiles": scaled((counts.get("compilations") or {}).get("compiles")),
-        "traces": scaled((counts.get("compilations") or {}).get("traces")),
-    }
-
-
-def per_call_breakdowns(counts: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """What the totals of `per_call_counts` are made of, per call: dispatches by outermost
-    jitted function, kernels by HLO op (trace), GPU launch equivalent by executable (static).
-    """
-    trace = counts.get("trace") or {}
-    static = counts.get("static") or {}
-    calls = (counts.get("calls") or 1) / counts.get("scale", 1.0)
-    launches = {
-        name: info["launch_equivalent"] * info["calls_per_run"]
-        for name, info in (static.get("executables") or {}).items()
-    }
-    return {
-        "dispatches_by_function": {
-            name: value / calls for name, value in trace.get("dispatches_by_function", {}).items()
-        },
-        "kernels_by_op": {
-            name: value / calls for name, value in trace.get("kernels_by_op", {}).items()
-        },
-        "launch_by_executable": {name: value / calls for name, value in launches.items()},
-    }

@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.counts import Counts
+
 PARTS = ("dispatch", "launch", "transfer", "compile", "device", "host")
 
 
@@ -79,13 +81,9 @@ def device_seconds(median_s: float, spans: Mapping[str, Any], event_s: float) ->
     return min(busy / wall, 1.0) * median_s
 
 
-def decompose(
-    median_s: float, counts: Mapping[str, Any], costs: Mapping[str, Any]
-) -> dict[str, Any]:
+def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict[str, Any]:
     """Seconds and fractions of ``median_s`` per part (pure; see the module doc)."""
-    trace = counts.get("trace") or {}
-    transfers = counts.get("transfers") or {}
-    spans = counts.get("spans") or {}
+    trace, transfers, spans = counts.trace, counts.transfers, counts.spans
     missing = [
         name
         for name, present in (
@@ -98,14 +96,13 @@ def decompose(
     ]
     if missing:
         return {"error": f"cannot decompose: missing {', '.join(missing)}"}
-    calls = counts.get("calls") or 1
-    scale = counts.get("scale", 1.0) / calls  # counts of `calls` calls, maybe at a smaller size
+    scale = 1.0 / counts.calls_per_region  # counts of `calls` calls, maybe at a smaller size
     dispatch = scale * trace["dispatches"] * costs["dispatch_queued_s"]
     launch_cost = costs.get("kernel_launch_s")
     launch = scale * trace["kernels"] * launch_cost if launch_cost is not None else 0.0
     low, high = (scale * seconds for seconds in _transfer_range(transfers, spans, costs))
     transfer = (low + high) / 2
-    compile_s = scale * (counts.get("compilations") or {}).get("total_s", 0.0)
+    compile_s = scale * counts.compilations.get("total_s", 0.0)
     device = device_seconds(median_s, spans, costs.get("profiler_event_s", 0.0))
     measured = device is not None
     if measured and costs.get("platform", "cpu") == "cpu":
@@ -126,7 +123,7 @@ def decompose(
         "overlap_fraction": max(-rest, 0.0) / median_s if median_s > 0 else 0.0,
         "device_measured": measured,
         "launch_cost_known": launch_cost is not None,
-        "compile_measured": "compilations" in counts,
+        "compile_measured": "compilations" in counts.sections,
     }
     for key in (*PARTS, "remainder", "transfer_low", "transfer_high"):
         seconds = result[f"{key}_s"]

@@ -109,7 +109,6 @@ def compare_cell(
 def compare_counts(rule, sides, timeout_s, scenario_file, root):
     """The per-call counts of each side (a counts-only worker on its interpreter and
     variables) and those that differ: totals, and kernels / dispatches by kind."""
-    from harness.counting import per_call_breakdowns, per_call_counts
     from harness.registry import Cell
     from harness.runner import run_cell_in_worker
     from harness.timing import TimingConfig
@@ -124,8 +123,7 @@ def compare_counts(rule, sides, timeout_s, scenario_file, root):
         if record.status != "ok":
             errors.append(f"{env.label}: {record.error}")
             continue
-        counts = dict(record.counts)
-        per_side[side] = (per_call_counts(counts), per_call_breakdowns(counts))
+        per_side[side] = (record.counts.per_call(), record.counts.breakdowns())
     if len(per_side) < 2:
         return {}, {}, tuple(errors)
     (a_totals, a_parts), (b_totals, b_parts) = per_side["baseline"], per_side["candidate"]

@@ -14,12 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from harness.api import Record
-from harness.counting import GATED_COUNTS, per_call_breakdowns, per_call_counts
-from harness.gate_rules import BREAKDOWNS, CountRule, Invariant
+from harness.counts import GATED, KEYS
+from harness.gate_rules import CountRule, Invariant
 from harness.statistics import median_interval, ratio_interval
 
 OUTCOMES = ("pass", "fail", "inconclusive")
-BREAKDOWN_OF = dict(zip(("dispatches", "kernels", "launch_equivalent"), BREAKDOWNS, strict=True))
 TOLERANCE = 1e-9  # counts are exact; this only absorbs float scaling (MPPI: x generations)
 
 
@@ -79,18 +78,18 @@ def check_counts(rules: Sequence[CountRule], records: Sequence[Record]) -> list[
             why = "not measured" if record is None else f"{record.status}: {record.error}"
             verdicts.append(Verdict("count", rule.label, "fail", f"cell {why}"))
             continue
-        actual = per_call_counts(dict(record.counts))
-        breakdowns = per_call_breakdowns(dict(record.counts))
+        actual = record.counts.per_call()
+        breakdowns = record.counts.breakdowns()
         problems, improved = [], []
         for key, limit in rule.limits.items():
             value = actual.get(key)
             if value is None:
-                errors = [f"{k}: {v}" for k, v in record.counts.items() if k.endswith("_error")]
-                problems.append(f"{key}: no number ({'; '.join(errors) or 'probe not run'})")
+                errors = record.counts.error_text()
+                problems.append(f"{key}: no number ({errors or 'probe not run'})")
             elif value > limit + TOLERANCE:
                 text = f"{key} {value:g} > {limit:g} expected"
-                if key in BREAKDOWN_OF:
-                    name = BREAKDOWN_OF[key]
+                name = KEYS[key].breakdown
+                if name is not None:
                     grown = _grown(getattr(rule, name), breakdowns[name])
                     text += f"; grew: {', '.join(grown[:5]) or '(breakdown unchanged)'}"
                 else:
@@ -112,15 +111,15 @@ def check_counts(rules: Sequence[CountRule], records: Sequence[Record]) -> list[
 
 def count_expectation(record: Record) -> dict:
     """A ``[[count]]`` table (for the counts file) from a measured record."""
-    actual = per_call_counts(dict(record.counts))
+    actual = record.counts.per_call()
     table = {
         "scenario": record.scenario,
         "backend": record.backend,
         "size": record.size,
         "dtype": record.dtype,
     }
-    table.update({key: _tidy(actual[key]) for key in GATED_COUNTS if actual.get(key) is not None})
-    for name, breakdown in per_call_breakdowns(dict(record.counts)).items():
+    table.update({key: _tidy(actual[key]) for key in GATED if actual.get(key) is not None})
+    for name, breakdown in record.counts.breakdowns().items():
         table[name] = {key: _tidy(value) for key, value in breakdown.items()}
     return table
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import InputError, UnknownNameError
-from harness.counting import GATED_COUNTS
+from harness.counts import BREAKDOWNS, GATED
 
 SETTINGS = {
     "counts_file": "counts.toml",
@@ -60,7 +60,6 @@ SETTINGS = {
     "pin_workers": True,
     "worker_pairs": 2,
 }
-BREAKDOWNS = ("dispatches_by_function", "kernels_by_op", "launch_by_executable")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,9 +247,9 @@ def load_count_rules(path: Path) -> tuple[CountRule, ...]:
             raw,
             where,
             {"scenario": str, "backend": str, "size": str, "dtype": str},
-            {**{key: float for key in GATED_COUNTS}, **{key: dict for key in BREAKDOWNS}},
+            {**{key: float for key in GATED}, **{key: dict for key in BREAKDOWNS}},
         )
-        limits = {key: float(raw[key]) for key in GATED_COUNTS if key in raw}
+        limits = {key: float(raw[key]) for key in GATED if key in raw}
         breakdowns = {key: dict(raw.get(key, {})) for key in BREAKDOWNS}
         cell = {key: raw[key] for key in ("scenario", "backend", "size", "dtype")}
         rules.append(CountRule(**cell, limits=limits, **breakdowns))

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.api import Scenario
 from harness.checks import InputSnapshot, check_again, checked_error
-from harness.counting import counts_per_call, per_call_counts
+from harness.counting import counts_per_call
 from harness.timing import call_and_wait
 
 
@@ -71,8 +71,8 @@ def benchmark_backend(
         "size": size.name,
         "dtype": dtype,
         "work": dict(scenario.work(size, dtype)),
-        "counts_per_call": per_call_counts(counts),
-        "probe_errors": {k: v for k, v in counts.items() if k.endswith("_error")},
+        "counts_per_call": counts.per_call(),
+        "probe_errors": dict(counts.errors),
     }
     benchmark.extra_info.update(info)
     return info

@@ -218,14 +218,15 @@ def measure_cell(
     if record.status != "ok" or not probes:
         return record
     environment = environment or {}
-    counts = dict(record.counts)
+    counts = record.counts
     if environment.get("platform") == "gpu" and record.engine == "jax":
         from harness.probes.gpu import with_command_buffers
 
         extra = run_cell_in_worker(
             cell, timing, timeout_s, counts_only=True, environ=with_command_buffers(os.environ)
         )
-        counts["gpu_command_buffers"] = extra.counts.get("gpu") or {"error": extra.error}
+        gpu = extra.counts.sections.get("gpu") or {"error": extra.error}
+        counts = counts.with_section("gpu_command_buffers", gpu)
     costs = environment.get("overheads") or {}
     decomposition = decompose(record.stats["median"], counts, costs) if costs else {}
     return dataclasses.replace(record, counts=counts, decomposition=decomposition)

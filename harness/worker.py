@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from harness.api import Backend, Record, Scenario, Size
+from harness.api import Backend, Counts, Record, Scenario, Size
 from harness.checks import InputSnapshot, check_again, checked_error
 from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
@@ -127,7 +127,7 @@ def run_cell(
         measured = _measure(
             scenario, backend, size, cell, timing, counts_only, first_call_known, beacon
         )
-        counts: dict[str, Any] = {}
+        counts = Counts()
         if probes or counts_only:
             beacon.stage("counting", "counting (trace, transfers, HLO, memory)")
             device = base["device"]
@@ -264,7 +264,7 @@ def _measure(
 
 def _counts(
     scenario, backend, size, cell, measured: _Measured, device, parts: bool = False
-) -> dict[str, Any]:
+) -> Counts:
     """Exact counts per call at ``size`` (`counts_per_call`: directly, or by the checked
     linear model). A cell timed on part of the work (`_measure`) is still counted at the
     full size: its reduced call's counts x the work ratio would scale once-per-call work

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.counting import per_call_counts
+from harness.counts import Counts
 from harness.decomposition import PARTS
 from harness.statistics import ratio_interval
 from harness.store import Run
@@ -68,15 +68,13 @@ def _device_label(device: dict, environment: dict) -> str:
     return _device_kind(device, environment) + (f" x{count}" if count > 1 else "")
 
 
-def _count_columns(counts: dict, decomposition: dict) -> dict:
-    per_call = per_call_counts(counts)
+def _count_columns(counts: Counts, decomposition: dict) -> dict:
+    per_call = counts.per_call()
     row = {
         **{key: value for key, value in per_call.items() if key != "kernels"},
         "kernels_trace": per_call["kernels"],
-        "d2h_note": (counts.get("transfers") or {}).get("note", ""),
-        "probe_errors": "; ".join(
-            f"{key}: {value}" for key, value in counts.items() if key.endswith("_error")
-        ),
+        "d2h_note": counts.transfers.get("note", ""),
+        "probe_errors": counts.error_text(),
     }
     if "compute_fraction" in decomposition:  # stored before the remainder was named so
         decomposition = {**decomposition, "remainder_fraction": decomposition["compute_fraction"]}
@@ -87,7 +85,7 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
         row[f"{part}_pct"] = None if fraction is None else 100.0 * fraction
     row["overlap"] = bool(decomposition.get("overlap"))
     row.update(_memory_columns(counts))
-    linear = counts.get("linear") or {}
+    linear = counts.linear
     model = linear.get("model") or {}
     row["linear_along"] = linear.get("along")
     row["linear_n"] = linear.get("n")
@@ -101,9 +99,9 @@ def _count_columns(counts: dict, decomposition: dict) -> dict:
 MEANINGFUL_MINIMUM_BYTES = 2**20
 
 
-def _memory_columns(counts: dict) -> dict:
+def _memory_columns(counts: Counts) -> dict:
     """The memory of one call (`harness.probes.memory`), None where not measured."""
-    memory = counts.get("memory") or {}
+    memory = counts.memory
     measured = memory.get("measured") or {}
     peak, minimum = measured.get("bytes"), memory.get("minimum_bytes")
     inputs = memory.get("input_bytes")
@@ -111,7 +109,7 @@ def _memory_columns(counts: dict) -> dict:
         "mem_peak": peak,
         "mem_exact": measured.get("exact", True),
         "mem_method": measured.get("method"),
-        "mem_note": measured.get("note") or counts.get("memory_error") or "",
+        "mem_note": measured.get("note") or counts.errors.get("memory") or "",
         "mem_minimum": minimum,
         "mem_planned": memory.get("planned_bytes"),
         "mem_temp": memory.get("temp_bytes"),
@@ -194,7 +192,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "throughput": work.get(unit) / median if unit in work and median else None,
                     "gbps": work["bytes"] / median / 1e9 if "bytes" in work and median else None,
                     "bound_s": work["bytes"] / bandwidth if "bytes" in work and bandwidth else None,
-                    **_count_columns(dict(record.counts), dict(record.decomposition)),
+                    **_count_columns(record.counts, dict(record.decomposition)),
                 }
             )
     frame = pd.DataFrame(rows)

@@ -48,7 +48,7 @@ def test_a_cheap_backend_is_measured_whole_and_counted_exactly():
     record = run_cell(_cell("quick"), BUDGET, probes=True)
     assert record.status == "ok", record.error
     assert "scaled" not in record.sampling
-    assert record.counts["scale"] == 1.0
+    assert record.counts.scale == 1.0
 
 
 def test_a_small_size_is_not_reduced():
@@ -59,7 +59,7 @@ def test_a_small_size_is_not_reduced():
 def test_a_scaled_cell_is_counted_exactly_by_the_linear_model_when_it_can_be():
     record = run_cell(_cell("sleepy"), BUDGET, probes=True)
     assert "scaled" in record.sampling
-    assert record.counts["scale"] == 1.0 and "scaled_from" not in record.counts
+    assert record.counts.scale == 1.0
 
 
 def test_a_scaled_cell_too_small_for_the_linear_model_is_counted_whole():
@@ -69,12 +69,12 @@ def test_a_scaled_cell_too_small_for_the_linear_model_is_counted_whole():
     record = run_cell(_cell("sleepy-jax", "four"), budget, probes=True)
     assert record.status == "ok", record.error
     assert record.sampling["scaled"]["factor"] == 2.0
-    assert record.counts["scale"] == 1.0 and "scaled_from" not in record.counts
-    assert record.counts["trace"]["dispatches"] == 4 + 2
-    assert "linear" not in record.counts  # counted directly: no parts
+    assert record.counts.scale == 1.0
+    assert record.counts.trace["dispatches"] == 4 + 2
+    assert "linear" not in record.counts.sections  # counted directly: no parts
     parted = run_cell(_cell("sleepy-jax", "four"), budget, probes=True, count_parts=True)
-    assert parted.counts["trace"]["dispatches"] == 6
-    assert parted.counts["linear"]["model"]["trace.dispatches"] == [2, 1]  # 2 + 1 x steps
+    assert parted.counts.trace["dispatches"] == 6
+    assert parted.counts.linear["model"]["trace.dispatches"] == [2, 1]  # 2 + 1 x steps
 
 
 def test_reports_mark_scaled_cells_and_show_precision():
@@ -169,7 +169,7 @@ def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
     assert main(argv) == 0
     run = load_run(out)
     (record,) = run.records
-    assert record.counts["linear"]["model"]["trace.dispatches"] == [2, 1]
+    assert record.counts.linear["model"]["trace.dispatches"] == [2, 1]
     plan = Plan.from_invocation(run.invocation, out)
     assert plan.count_parts
     assert not Plan.from_invocation({**run.invocation, "count_parts": False}, out).count_parts
@@ -182,7 +182,7 @@ def test_counts_only_cells_run_side_by_side_and_come_back_in_order(capsys):
     records = count_cells(cells, timeout_s=120, jobs=2)
     assert [r.key for r in records] == [c.key for c in cells]
     assert all(r.status == "ok" and not r.samples_s for r in records)  # counted, not timed
-    assert [r.counts["trace"]["dispatches"] for r in (records[0], records[2])] == [6, 4]
+    assert [r.counts.trace["dispatches"] for r in (records[0], records[2])] == [6, 4]
     assert "counting 3 cells, 2 at a time (counts only: not timed)" in capsys.readouterr().err
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from harness.counting import count_cell
+from harness.counts import Counts
 from harness.decomposition import PARTS, decompose
 from harness.probes.overheads import (
     argument_costs,
@@ -65,7 +66,7 @@ def decomposed(backend_name: str, size_name: str) -> list[dict]:
         seconds = time_call(backend.run, prepared)[1]
         after = varying()
         costs = {**fixed, **{key: (before[key] + after[key]) / 2 for key in before}}
-        rounds.append({**decompose(seconds, counts, costs), "median_s": seconds})
+        rounds.append({**decompose(seconds, Counts.from_json(counts), costs), "median_s": seconds})
     return rounds
 
 

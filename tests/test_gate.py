@@ -40,7 +40,7 @@ def write_counts(path: Path, *records) -> None:
 
 def grown(record, function="jit(_forward_column)", op=None):
     """The record with one more dispatch of ``function`` (and one more kernel ``op``)."""
-    counts = copy.deepcopy(dict(record.counts))
+    counts = copy.deepcopy(record.counts.to_json())
     trace = counts["trace"]
     trace["dispatches"] += 1
     trace["dispatches_by_function"][function] = trace["dispatches_by_function"].get(function, 0) + 1
@@ -67,7 +67,7 @@ def test_count_rules_pass_unchanged_and_name_the_culprit_of_an_increase(tmp_path
 def test_count_rules_scale_counts_taken_on_a_smaller_size(tmp_path):
     record = tdma_record("scanned-time-major")
     (rule,) = load_count_rules_from(record, tmp_path)
-    counts = copy.deepcopy(dict(record.counts))
+    counts = copy.deepcopy(record.counts.to_json())
     counts["scale"] = 2.0  # counted on half the work: per call, everything doubles
     (verdict,) = check_counts([rule], [dataclasses.replace(record, counts=counts)])
     assert verdict.outcome == "fail" and "dispatches 2 > 1 expected" in verdict.detail

@@ -9,7 +9,8 @@ import jax
 import pytest
 
 from harness.api import InputError, Size
-from harness.counting import counts_per_call, per_call_breakdowns, per_call_counts
+from harness.counting import counts_per_call
+from harness.counts import Counts
 from harness.environment import device_info
 from harness.linear_counts import extrapolate, linear_counts
 from harness.timing import call_and_wait
@@ -41,7 +42,7 @@ def test_fixed_and_per_unit_parts_are_exact():
     model = counts["linear"]["model"]
     assert model["trace.dispatches"] == [1, 3] and model["transfers.h2d"] == [7, 0]
     assert counts["linear"]["not_linear"] == [] and "linear_error" not in counts
-    assert per_call_counts(counts)["dispatches"] == 61
+    assert Counts.from_json(counts).per_call()["dispatches"] == 61
 
 
 def test_a_count_off_the_line_gets_no_number_and_says_so():
@@ -53,7 +54,7 @@ def test_a_count_off_the_line_gets_no_number_and_says_so():
     assert (
         "not linear in generations (counted at 2, 3, 4): trace.kernels" in (counts["linear_error"])
     )
-    assert per_call_counts(counts)["kernels"] is None
+    assert Counts.from_json(counts).per_call()["kernels"] is None
 
 
 def test_a_breakdown_entry_off_the_line_is_left_out_not_fatal():
@@ -88,7 +89,7 @@ def mppi_g6():
     return dataclasses.replace(SCENARIO, sizes={**SCENARIO.sizes, size.name: size}), size
 
 
-def count(scenario, size, backend_name: str) -> dict:
+def count(scenario, size, backend_name: str) -> Counts:
     jax.config.update("jax_enable_x64", False)
     backend = scenario.backend(backend_name)
     prepared = backend.prepare(scenario.make_inputs(size, 0, "float32"), size)
@@ -100,26 +101,26 @@ def count(scenario, size, backend_name: str) -> dict:
 def test_a_scanned_tuning_run_is_one_dispatch_at_any_number_of_generations(mppi_g6, backend):
     scenario, size = mppi_g6
     counts = count(scenario, size, backend)
-    per_call = per_call_counts(counts)
+    per_call = counts.per_call()
     assert per_call["dispatches"] == 1 and per_call["executions"] == 1
-    assert counts["linear"]["model"]["trace.dispatches"] == [1, 0]
+    assert counts.linear["model"]["trace.dispatches"] == [1, 0]
     assert per_call["h2d"] == 0
 
 
 def test_sequential_dispatches_match_a_hand_count(mppi_g6):
     scenario, size = mppi_g6
     counts = count(scenario, size, "sequential")
-    by_function = per_call_breakdowns(counts)["dispatches_by_function"]
+    by_function = counts.breakdowns()["dispatches_by_function"]
     p, e, s, g = (size[k] for k in ("population", "episodes", "control_steps", "generations"))
     # one jitted controller call and one jitted plant step per control step, per episode,
     # per candidate, per generation (the real-world loop)
     controller = next(v for k, v in by_function.items() if "controller" in k)
     plant = next(v for k, v in by_function.items() if "plant" in k)
     assert controller == plant == p * e * s * g
-    fixed, per_generation = counts["linear"]["model"]["trace.dispatches"]
-    assert per_call_counts(counts)["dispatches"] == fixed + per_generation * g
+    fixed, per_generation = counts.linear["model"]["trace.dispatches"]
+    assert counts.per_call()["dispatches"] == fixed + per_generation * g
     assert per_generation >= 2 * p * e * s and fixed >= 0
-    assert counts["linear"]["not_linear"] == [] and counts["linear"]["not_linear_details"] == []
+    assert counts.linear["not_linear"] == [] and counts.linear["not_linear_details"] == []
 
 
 @pytest.mark.parametrize("backend", ["scanned", "sharded"])
@@ -130,6 +131,6 @@ def test_at_default_a_scanned_tuning_run_is_one_dispatch_counted_directly(backen
     size = SCENARIO.size("default")
     assert size["generations"] == 4
     counts = count(SCENARIO, size, backend)
-    per_call = per_call_counts(counts)
+    per_call = counts.per_call()
     assert per_call["dispatches"] == 1 and per_call["executions"] == 1 and per_call["h2d"] == 0
-    assert "linear" not in counts and counts["scale"] == 1.0
+    assert "linear" not in counts.sections and counts.scale == 1.0

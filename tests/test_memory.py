@@ -35,7 +35,7 @@ def allocates_records():
 
 
 def test_a_known_numpy_temporary_is_measured_within_10_percent(allocates_records):
-    memory = {name: record.counts["memory"] for name, record in allocates_records.items()}
+    memory = {name: record.counts.memory for name, record in allocates_records.items()}
     output = 8 * N
     for record in memory.values():
         assert record["input_bytes"] == record["output_bytes"] == output
@@ -48,7 +48,7 @@ def test_a_known_numpy_temporary_is_measured_within_10_percent(allocates_records
 
 
 def test_a_jax_call_is_measured_as_its_static_plan_says(allocates_records):
-    memory = allocates_records["jax-cumsum"].counts["memory"]
+    memory = allocates_records["jax-cumsum"].counts.memory
     # XLA holds the output and its temporaries while the call runs (the inputs exist before)
     planned_growth = memory["output_bytes"] + memory["temp_bytes"]
     assert memory["temp_bytes"] >= 8 * N  # the cumulative sum, one array of the input's size

@@ -6,7 +6,9 @@ import jax
 import numpy as np
 import pytest
 
-from harness.decomposition import PARTS, decompose
+from harness import decomposition
+from harness.counts import Counts
+from harness.decomposition import PARTS
 from harness.probes.gpu import (
     COMMAND_BUFFER_FLAG,
     command_buffers_enabled,
@@ -84,6 +86,11 @@ ENTRY %main (x: f32[8], p: s32[]) -> f32[8] {
   ROOT %out = f32[8]{0} copy(%k)
 }
 """
+
+
+def decompose(median_s: float, counts: dict, costs: dict) -> dict:
+    """`harness.decomposition.decompose` of counts written in their stored layout."""
+    return decomposition.decompose(median_s, Counts.from_json(counts), costs)
 
 
 def test_static_estimate_of_synthetic_hlo():

@@ -67,9 +67,9 @@ def test_worker_runs_a_registered_scenario_cell_with_counts_and_decomposition():
     assert record.status == "ok", record.error
     assert record.x64 is False and record.max_error < 1e-4
     assert record.work["systems"] == 1_000 and record.prepare_s > 0
-    trace = record.counts["trace"]
-    assert trace["dispatches"] == 1 and trace["kernels"] == record.counts["static"]["kernels"]
-    assert record.counts["transfers"]["h2d"] == 0
+    trace = record.counts.trace
+    assert trace["dispatches"] == 1 and trace["kernels"] == record.counts.static["kernels"]
+    assert record.counts.transfers["h2d"] == 0
     assert record.decomposition["launch_s"] == pytest.approx(trace["kernels"] * 1e-7)
     phases = record.extra["phases_s"]  # the worker's stages plus the runner's share
     assert {"sampling", "counting", "process start-up and exit", "interference probes"} <= set(

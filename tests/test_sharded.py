@@ -65,12 +65,12 @@ def test_sharded_tuning_follows_the_scanned_trajectory(eight_device_run):
 def test_one_launch_executes_once_on_every_device(eight_device_run):
     for scenario in ("mppi_tuning", "tridiagonal"):
         counts = eight_device_run[(scenario, "sharded", 8)].counts
-        trace = counts["trace"]
+        trace = counts.trace
         assert trace["dispatches"] == 1, trace["dispatches_by_function"]
         assert trace["executions_by_device"] == {str(d): 1 for d in range(8)}
         # every device runs the program the static HLO estimate describes, on its block
         per_device = trace["kernels"] / 8
-        assert per_device == pytest.approx(counts["static"]["kernels"], rel=0.01)
+        assert per_device == pytest.approx(counts.static["kernels"], rel=0.01)
 
 
 def test_sharded_fitness_is_bitwise_equal_to_unsharded_for_the_same_candidates():
