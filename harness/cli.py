@@ -17,8 +17,9 @@ from pathlib import Path
 
 from harness.api import DTYPES, Counts, HarnessError, InputError
 from harness.journal import journal_path
-from harness.registry import SCENARIOS, get_scenario, load_scenario_file, select
 from harness.run import Plan
+from harness.selection import select
+from harness.sources import catalogue, file_source, load
 from harness.store import Run, load_run
 from harness.timing import TimingConfig
 
@@ -163,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     profile = commands.add_parser(
         "profile", help="write a Perfetto/XProf trace of one cell and summarise its counts"
     )
-    profile.add_argument("--scenario", required=True)
+    profile.add_argument("--scenario", help="a scenario name or source (MODULE:ATTR)")
     profile.add_argument("--scenario-file", help="a Python file defining SCENARIO")
     profile.add_argument("--backend", required=True)
     profile.add_argument("--size", default="smoke")
@@ -206,7 +207,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="F",
         help="(with --aa; for testing the gate) slow the candidate side by factor F",
     )
-    gate.add_argument("--scenario-file", help="the Python file of a [[baseline]] scenario")
     gate.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
     gate.add_argument("--md", help="also write the markdown section here")
     gate.add_argument("--timeout", type=_positive(float, "--timeout"), default=900.0)
@@ -254,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _scenarios(args: argparse.Namespace) -> list[str]:
+    """The scenarios named: catalogue names or sources, and ``--scenario-file``'s."""
+    named = args.scenario if isinstance(args.scenario, list) else [args.scenario]
+    named = [name for name in named if name]
+    return named + ([file_source(args.scenario_file)] if args.scenario_file else [])
+
+
 def _compare(args: argparse.Namespace) -> int:
     from harness.env_compare import compare_cell, html, markdown
     from harness.environments import parse_assignments, probe, requirement_venv
@@ -261,7 +268,7 @@ def _compare(args: argparse.Namespace) -> int:
     from harness.interleave import CANDIDATE_ROOT
     from harness.store import write_text_atomic
 
-    cells = select(args.scenario, args.backend, args.size, args.dtype, 0, args.scenario_file)
+    cells = select(_scenarios(args), args.backend, args.size, args.dtype, 0)
     settings = dict(load_gates(args.gates).settings)
     if args.blocks:
         settings["blocks"] = args.blocks
@@ -294,7 +301,6 @@ def _compare(args: argparse.Namespace) -> int:
                 settings,
                 settings["seed"] + 2 * index,
                 args.timeout,
-                args.scenario_file,
             )
         )
     text = markdown(comparisons, sides, settings["confidence"], settings["delta"])
@@ -309,9 +315,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    scenarios = [loader() for loader in SCENARIOS.values()]
+    scenarios = [load(source) for source in catalogue().values()]
     if args.scenario_file:
-        scenarios.append(load_scenario_file(args.scenario_file))
+        scenarios.append(load(file_source(args.scenario_file)))
     for scenario in scenarios:
         print(f"{scenario.name}: {scenario.description}")
         print(f"  dtypes: {', '.join(scenario.dtypes)} (default {scenario.dtypes[0]})")
@@ -378,9 +384,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
     cells = [
         dataclasses.replace(cell, devices=devices)
         for size in sizes
-        for cell in select(
-            args.scenario, args.backend, size, args.dtype, args.seed, args.scenario_file
-        )
+        for cell in select(_scenarios(args), args.backend, size, args.dtype, args.seed)
         for devices in device_counts
     ]
     timing = TimingConfig(
@@ -391,7 +395,7 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
         target_width=args.target_width,
     )
     plan = Plan(tuple(cells), timing, args.timeout, not args.no_probes, args.count_parts)
-    scenarios = {cell.scenario: get_scenario(cell.scenario, cell.scenario_file) for cell in cells}
+    scenarios = {cell.scenario: load(cell.source) for cell in cells}
     invocation = {
         "argv": sys.argv[1:],
         "sizes": sizes,
@@ -480,9 +484,9 @@ def _profile(args: argparse.Namespace) -> int:
     from harness.runner import profile_in_worker
     from harness.units import format_seconds
 
-    (cell,) = select(
-        [args.scenario], [args.backend], args.size, args.dtype, args.seed, args.scenario_file
-    )
+    if not _scenarios(args):
+        raise InputError("profile needs --scenario NAME (or a source) or --scenario-file PATH")
+    (cell,) = select(_scenarios(args), [args.backend], args.size, args.dtype, args.seed)
     out = Path(args.out or f"results/profile-{cell.scenario}-{cell.backend}-{cell.size}")
     out.mkdir(parents=True, exist_ok=True)
     counts = Counts.from_json(profile_in_worker(cell, str(out.resolve()), args.timeout))
@@ -560,13 +564,11 @@ def _gate(args: argparse.Namespace) -> int:
         print(f"counts: {path}", file=sys.stderr)
         return 0
     if args.aa:
-        calibration = gate_command.calibrate(
-            gates, args.aa, args.inject_slowdown, args.timeout, args.scenario_file
-        )
+        calibration = gate_command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
         text = calibration.markdown()
         verdicts = []
     elif args.against:
-        verdicts = gate_command.against(gates, args.against, args.timeout, args.scenario_file)
+        verdicts = gate_command.against(gates, args.against, args.timeout)
         text = markdown(verdicts, f"scanbench gate against {args.against}")
     else:
         records = load_run(args.results).records if args.results else None

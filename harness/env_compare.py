@@ -71,7 +71,6 @@ def compare_cell(
     settings: Mapping[str, Any],
     seed: int,
     timeout_s: float,
-    scenario_file: str | None = None,
     root: Path = CANDIDATE_ROOT,
 ) -> CellComparison:
     """Interleaved blocks of A (``baseline``) and B (``candidate``), a verdict confirmed
@@ -80,11 +79,11 @@ def compare_cell(
         side: Side(root, python=env.python, environ=dict(env.environ))
         for side, env in sides.items()
     }
-    blocks, _ = measure_blocks(rule, served, settings, seed, timeout_s, scenario_file)
+    blocks, _ = measure_blocks(rule, served, settings, seed, timeout_s)
     verdict, slower, _ = _verdict(rule, settings, blocks, seed)
     detail = ""
     if verdict != SAME:  # as the gate does: a change must show twice, in fresh processes
-        again, _ = measure_blocks(rule, served, settings, seed + 1, timeout_s, scenario_file)
+        again, _ = measure_blocks(rule, served, settings, seed + 1, timeout_s)
         confirmed, _, _ = _verdict(rule, settings, again, seed + 1)
         if confirmed != verdict:
             detail = f"first measurement said {verdict}; the re-run did not confirm it"
@@ -100,20 +99,20 @@ def compare_cell(
         if detail
         else (f"difference {difference * 1e6:+.1f} us")
     )
-    counts, breakdown, errors = compare_counts(rule, sides, timeout_s, scenario_file, root)
+    counts, breakdown, errors = compare_counts(rule, sides, timeout_s, root)
     return CellComparison(
         rule.label, slower.ratio, low, high, verdict, detail, counts, breakdown, errors
     )
 
 
-def compare_counts(rule, sides, timeout_s, scenario_file, root):
+def compare_counts(rule, sides, timeout_s, root):
     """The per-call counts of each side (a counts-only worker on its interpreter and
     variables) and those that differ: totals, and kernels / dispatches by kind."""
-    from harness.registry import Cell
     from harness.runner import run_cell_in_worker
+    from harness.selection import cell as selected_cell
     from harness.timing import TimingConfig
 
-    cell = Cell(rule.scenario, rule.backend, rule.size, rule.dtype, 0, scenario_file)
+    cell = selected_cell(rule.scenario, rule.backend, rule.size, rule.dtype)
     per_side, errors = {}, []
     for side, env in sides.items():
         environ = {**os.environ, **env.environ, "PYTHONPATH": str(root)}

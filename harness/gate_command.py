@@ -22,7 +22,8 @@ from harness.api import InputError, Record
 from harness.gate import Verdict, check_counts, check_invariants, count_expectation
 from harness.gate_rules import Gates
 from harness.interleave import CANDIDATE_ROOT, Side, compare, worktree
-from harness.registry import SCENARIOS, Cell, get_scenario
+from harness.selection import Cell, cell
+from harness.sources import catalogue, load
 from harness.store import write_text_atomic
 from harness.timing import TimingConfig
 
@@ -48,13 +49,6 @@ def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
     return [records[cell.key] for cell in cells]
 
 
-def _cell(scenario: str, backend: str, size: str, dtype: str | None) -> Cell:
-    loaded = get_scenario(scenario)
-    loaded.backend(backend)
-    loaded.size(size)
-    return Cell(scenario, backend, size, dtype or loaded.dtypes[0])
-
-
 def rules_and_invariants(
     gates: Gates, records: Sequence[Record] | None, timeout_s: float
 ) -> list[Verdict]:
@@ -62,17 +56,22 @@ def rules_and_invariants(
     rule's scenario, backend and size is checked first (an unknown name is a usage error,
     exit 2, not a regression)."""
     cells: dict[Cell, bool] = {}
-    for rule in gates.counts:
-        cells.setdefault(_cell(rule.scenario, rule.backend, rule.size, rule.dtype), False)
+    counts, invariants = [], []
+    for rule in gates.counts:  # a rule may name a source: decided by the scenario's name
+        measured = cell(rule.scenario, rule.backend, rule.size, rule.dtype)
+        cells.setdefault(measured, False)
+        counts.append(dataclasses.replace(rule, scenario=measured.scenario))
     for invariant in gates.invariants:
         for backend in (invariant.faster, invariant.slower):
-            cells[_cell(invariant.scenario, backend, invariant.size, invariant.dtype)] = True
+            measured = cell(invariant.scenario, backend, invariant.size, invariant.dtype)
+            cells[measured] = True
+        invariants.append(dataclasses.replace(invariant, scenario=measured.scenario))
     if records is None:
         records = _measure(cells, timeout_s)
     settings = gates.settings
     return [
-        *check_counts(gates.counts, records),
-        *check_invariants(gates.invariants, records, settings["confidence"], settings["seed"]),
+        *check_counts(counts, records),
+        *check_invariants(invariants, records, settings["confidence"], settings["seed"]),
     ]
 
 
@@ -80,12 +79,12 @@ def update_counts(gates: Gates, timeout_s: float) -> Path:
     """Measure every backend's counts at ``count_size`` and write the counts file."""
     excluded = set(gates.settings["count_exclude"])
     cells = {}
-    for name, loader in SCENARIOS.items():
-        scenario = loader()
+    for name, source in catalogue().items():
+        scenario = load(source)
         for backend in scenario.backends.values():
             size = gates.settings["count_size"]
             if f"{name}/{backend.name}" not in excluded and backend.runs_at(size):
-                cells[Cell(name, backend.name, size, scenario.dtypes[0])] = False
+                cells[Cell(name, backend.name, size, scenario.dtypes[0], 0, source)] = False
     records = _measure(cells, timeout_s)
     failed = [f"{r.scenario}/{r.backend}: {r.error}" for r in records if r.status != "ok"]
     if failed:
@@ -96,15 +95,13 @@ def update_counts(gates: Gates, timeout_s: float) -> Path:
     return path
 
 
-def against(
-    gates: Gates, revision: str, timeout_s: float, scenario_file: str | None = None
-) -> list[Verdict]:
+def against(gates: Gates, revision: str, timeout_s: float) -> list[Verdict]:
     """The ``[[baseline]]`` rules: ``revision`` (a worktree) vs this checkout."""
     if not gates.baselines:
         raise InputError(f"{gates.path} declares no [[baseline]] rules to compare")
     with worktree(revision) as path:
         sides = {"baseline": Side(path), "candidate": Side(CANDIDATE_ROOT)}
-        return compare(gates.baselines, sides, gates.settings, timeout_s, scenario_file)
+        return compare(gates.baselines, sides, gates.settings, timeout_s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,14 +155,13 @@ def calibrate(
     repetitions: int,
     slowdown: float,
     timeout_s: float,
-    scenario_file: str | None = None,
 ) -> Calibration:
     """`--aa`: this checkout on both sides, ``repetitions`` times."""
     if not gates.baselines:
         raise InputError(f"{gates.path} declares no [[baseline]] rules to calibrate")
     sides = {"baseline": Side(CANDIDATE_ROOT), "candidate": Side(CANDIDATE_ROOT, slowdown)}
     runs = tuple(
-        tuple(compare(gates.baselines, sides, gates.settings, timeout_s, scenario_file, rep))
+        tuple(compare(gates.baselines, sides, gates.settings, timeout_s, rep))
         for rep in range(repetitions)
     )
     failing = sum(any(v.outcome == "fail" for v in verdicts) for verdicts in runs)

@@ -26,6 +26,7 @@ import numpy as np
 from harness.api import HarnessError, InputError
 from harness.gate import PairedDecision, Verdict, paired_decision
 from harness.gate_rules import BaselineRule
+from harness.sources import resolve
 
 SIDES = ("baseline", "candidate")
 CANDIDATE_ROOT = Path(__file__).resolve().parent.parent  # the checkout this harness is from
@@ -82,15 +83,14 @@ class ServedCell:
         rule: BaselineRule,
         side: Side,
         timeout_s: float,
-        scenario_file=None,
         cpus: list[int] | None = None,
     ):
         spec = {
+            "source": resolve(rule.scenario),
             "scenario": rule.scenario,
             "backend": rule.backend,
             "size": rule.size,
             "dtype": rule.dtype,  # None: the scenario's default
-            "scenario_file": scenario_file,
             "slowdown": side.slowdown,
             "cpus": cpus,
         }
@@ -174,7 +174,6 @@ def measure_blocks(
     settings: Mapping,
     seed: int,
     timeout_s: float,
-    scenario_file: str | None = None,
 ) -> tuple[dict[str, list[list[float]]], dict[str, dict[str, str]]]:
     """Fresh workers for both sides, interleaved blocks: (blocks per side, each side's
     versions as its worker reported them).
@@ -190,7 +189,7 @@ def measure_blocks(
         workers: dict[str, list[ServedCell]] = {side: [] for side in SIDES}
         for pair in range(pairs):
             for side in SIDES if pair % 2 == 0 else SIDES[::-1]:
-                worker = ServedCell(rule, sides[side], timeout_s, scenario_file, cpus)
+                worker = ServedCell(rule, sides[side], timeout_s, cpus)
                 workers[side].append(stack.enter_context(worker))
         blocks = interleaved_blocks(
             {side: _round_robin(workers[side]) for side in SIDES},
@@ -207,10 +206,9 @@ def measure_pair(
     settings: Mapping,
     seed: int,
     timeout_s: float,
-    scenario_file: str | None = None,
 ) -> PairedDecision:
     """`measure_blocks`, then one paired decision."""
-    blocks, _ = measure_blocks(rule, sides, settings, seed, timeout_s, scenario_file)
+    blocks, _ = measure_blocks(rule, sides, settings, seed, timeout_s)
     return paired_decision(
         blocks["baseline"],
         blocks["candidate"],
@@ -235,7 +233,6 @@ def compare(
     sides: Mapping[str, Side],
     settings: Mapping,
     timeout_s: float = 900.0,
-    scenario_file: str | None = None,
     seed_offset: int = 0,
 ) -> list[Verdict]:
     """One verdict per rule: fail only when the interleaved measurement and a confirming
@@ -244,12 +241,12 @@ def compare(
     confidence = settings["confidence"]
     for index, rule in enumerate(rules):
         seed = settings["seed"] + 1000 * seed_offset + 2 * index
-        first = measure_pair(rule, sides, settings, seed, timeout_s, scenario_file)
+        first = measure_pair(rule, sides, settings, seed, timeout_s)
         measurements = (first,)
         detail = _describe(first, rule, confidence)
         outcome = "pass"
         if first.suspect:
-            again = measure_pair(rule, sides, settings, seed + 1, timeout_s, scenario_file)
+            again = measure_pair(rule, sides, settings, seed + 1, timeout_s)
             measurements += (again,)
             detail += f"; confirming re-run: {_describe(again, rule, confidence)}"
             outcome = "fail" if again.suspect else "pass"

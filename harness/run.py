@@ -21,8 +21,9 @@ from typing import Any
 from harness.api import InputError, Record, StoreError
 from harness.interrupts import signals_raise
 from harness.journal import Journal, journal_path, read_journal
-from harness.registry import Cell
 from harness.runner import measure_cell, run_cells
+from harness.selection import Cell
+from harness.sources import file_source
 from harness.store import Run, load_run, write_run
 from harness.timing import TimingConfig
 
@@ -62,7 +63,7 @@ class Plan:
     def from_invocation(cls, invocation: Mapping[str, Any], source: Path) -> Plan:
         try:
             return cls(
-                tuple(Cell(**cell) for cell in invocation["cells"]),
+                tuple(_cell(cell) for cell in invocation["cells"]),
                 TimingConfig(**invocation["timing"]),
                 float(invocation["timeout_s"]),
                 bool(invocation["probes"]),
@@ -73,6 +74,15 @@ class Plan:
                 f"{source}: cannot resume: its invocation does not list its cells ({error}); "
                 "it was written by an older scanbench"
             ) from None
+
+
+def _cell(stored: Mapping[str, Any]) -> Cell:
+    """A stored cell; one stored before sources named its scenario file instead."""
+    stored = dict(stored)
+    scenario_file = stored.pop("scenario_file", None)
+    if scenario_file and not stored.get("source"):
+        stored["source"] = file_source(scenario_file)
+    return Cell(**stored)
 
 
 def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:

@@ -30,7 +30,7 @@ from harness.interference import (
     sample_load,
 )
 from harness.processes import run_worker_process, stderr_tail
-from harness.registry import Cell, get_scenario
+from harness.selection import Cell, scenario_of
 from harness.sharding import environ_for
 from harness.statistics import summarize_scaled
 from harness.timing import TimingConfig
@@ -84,7 +84,7 @@ def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
     size_params: dict[str, Any] = {}
     work: dict[str, float] = {}
     try:
-        scenario = get_scenario(cell.scenario, cell.scenario_file)
+        scenario = scenario_of(cell)
         backend = scenario.backend(cell.backend)
         strategy, engine = str(backend.strategy), backend.engine
         size = scenario.size(cell.size)

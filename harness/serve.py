@@ -6,9 +6,10 @@ the same loop and only the measured code differs::
 
     python harness/serve.py ROOT SPEC_JSON
 
-It imports ``harness.registry`` and the scenarios from ROOT (only the public Scenario /
-Backend API, so older revisions work), prepares the cell, checks its first output against
-the scenario's reference, warms up, then answers JSON lines on stdin:
+It loads the scenario's source with ROOT's ``harness.sources`` (only the public Scenario /
+Backend API, so older revisions work; one from before sources is asked by name),
+prepares the cell, checks its first output against the scenario's reference, warms up,
+then answers JSON lines on stdin:
 ``{"samples": k}`` -> ``{"samples": [s, ...]}`` (k timed calls). The calls are timed by
 the *candidate's* timing loop (``timing.py`` beside this file, loaded by path, whatever
 ROOT holds): each waits for the whole output, as in the cell worker.
@@ -61,10 +62,23 @@ def jaxlib_version() -> str:
     return getattr(jaxlib, "__version__", "?")
 
 
-def serve(spec: dict, channel) -> None:
-    from harness.registry import get_scenario  # from ROOT: the code being measured
+def load_scenario(spec: dict):
+    """The scenario of ``spec["source"]``, imported from ROOT (the code being measured);
+    a ROOT from before scenario sources is asked by name (or file) instead."""
+    try:
+        from harness.sources import load
+    except ImportError:  # an older revision: harness.registry.get_scenario(name, file)
+        from harness.registry import get_scenario
 
-    scenario = get_scenario(spec["scenario"], spec.get("scenario_file"))
+        target = spec["source"].rpartition(":")[0]
+        return (
+            get_scenario(None, target) if target.endswith(".py") else get_scenario(spec["scenario"])
+        )
+    return load(spec["source"])
+
+
+def serve(spec: dict, channel) -> None:
+    scenario = load_scenario(spec)
     backend = scenario.backend(spec["backend"])
     size = scenario.size(spec["size"])
     dtype = spec.get("dtype") or scenario.dtypes[0]

@@ -33,7 +33,7 @@ from harness.checks import InputSnapshot, check_again, checked_error
 from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
 from harness.probes.memory import tree_nbytes
-from harness.registry import Cell, get_scenario
+from harness.selection import Cell, scenario_of
 from harness.sharding import cell_device_info, initialize_distributed
 from harness.store import write_json_atomic
 from harness.timing import TimingConfig, repeat, time_call
@@ -91,7 +91,7 @@ def run_cell(
     beacon = beacon or Beacon(None)
     started = time.perf_counter()
     beacon.stage("load scenario", "loading the scenario")
-    scenario = get_scenario(cell.scenario, cell.scenario_file)
+    scenario = scenario_of(cell)
     backend = scenario.backend(cell.backend)
     size = scenario.size(cell.size)
     base: dict[str, Any] = {
@@ -287,7 +287,7 @@ def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
     """Check one cell, then trace one warm call into ``log_dir`` and count it."""
     from harness.environment import device_info
 
-    scenario = get_scenario(cell.scenario, cell.scenario_file)
+    scenario = scenario_of(cell)
     backend = scenario.backend(cell.backend)
     size = scenario.size(cell.size)
     configure_jax(cell.dtype)

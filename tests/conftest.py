@@ -8,7 +8,7 @@ import os
 import jax
 import pytest
 
-from harness.registry import SCENARIOS
+from harness.sources import catalogue, load
 
 # float64 cells need 64-bit JAX; float32 cells must stay float32 with it on (the check
 # rejects a silently promoted result), so one process-wide setting serves both.
@@ -16,15 +16,20 @@ jax.config.update("jax_enable_x64", True)
 
 BACKEND_PAIRS = [
     (scenario_name, backend_name)
-    for scenario_name, loader in SCENARIOS.items()
-    for backend_name in loader().backends
+    for scenario_name, source in catalogue().items()
+    for backend_name in load(source).backends
 ]
+
+
+def bundled(scenario_name: str):
+    """A bundled scenario by its catalogue name."""
+    return load(catalogue()[scenario_name])
 
 
 @functools.cache
 def scenario_case(scenario_name: str, dtype: str, size_name: str = "smoke", seed: int = 0):
     """(scenario, size, inputs, expected) computed once per session."""
-    scenario = SCENARIOS[scenario_name]()
+    scenario = bundled(scenario_name)
     size = scenario.size(size_name)
     inputs = scenario.make_inputs(size, seed, dtype)
     return scenario, size, inputs, scenario.reference(inputs)
@@ -34,7 +39,7 @@ def scenario_case(scenario_name: str, dtype: str, size_name: str = "smoke", seed
 def scenario_backend(request):
     """Every registered (scenario, backend) pair."""
     scenario_name, backend_name = request.param
-    scenario = SCENARIOS[scenario_name]()
+    scenario = bundled(scenario_name)
     return scenario, scenario.backend(backend_name)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.heartbeat import Beacon, heartbeat, read_phase
-from harness.registry import Cell
+from harness.selection import Cell
 from harness.store import Run
 from harness.timing import TimingConfig
 from harness.units import format_duration

@@ -176,7 +176,7 @@ def toy_gates(tmp_path: Path, **settings) -> Path:
     gates = {
         "settings": {"blocks": 8, "samples_per_block": 5, "floor_s": 0.0, **settings},
         # ~1 ms calls: a microsecond call is dominated by per-process noise under load
-        "baseline": [{"scenario": "toy", "backend": "good", "size": "large"}],
+        "baseline": [{"scenario": f"{TOY}:SCENARIO", "backend": "good", "size": "large"}],
     }
     path = tmp_path / "gates.toml"
     path.write_text(tomli_w.dumps(gates))
@@ -185,11 +185,11 @@ def toy_gates(tmp_path: Path, **settings) -> Path:
 
 def test_real_workers_detect_an_injected_2x_slowdown_and_pass_aa(tmp_path):
     gates = load_gates(toy_gates(tmp_path))
-    slowed = calibrate(gates, repetitions=1, slowdown=2.0, timeout_s=120, scenario_file=TOY)
+    slowed = calibrate(gates, repetitions=1, slowdown=2.0, timeout_s=120)
     assert slowed.failing_repetitions == 1
     (verdict,) = slowed.verdicts[0]
     assert "confirming re-run" in verdict.detail
-    same = calibrate(gates, repetitions=1, slowdown=1.0, timeout_s=120, scenario_file=TOY)
+    same = calibrate(gates, repetitions=1, slowdown=1.0, timeout_s=120)
     assert same.failing_repetitions == 0, same.markdown()
     assert "false alarms (identical code on both sides): **0 of 1**" in same.markdown()
 

@@ -16,9 +16,10 @@ from harness.probes.memory import (
     static_plan,
     tree_nbytes,
 )
-from harness.registry import Cell, get_scenario
+from harness.selection import Cell
 from harness.timing import TimingConfig
 from harness.worker import run_cell
+from tests.conftest import bundled
 from tests.scenario_files.allocates import TEMPORARY_BYTES
 
 ALLOCATES = str(Path(__file__).parent / "scenario_files" / "allocates.py")
@@ -59,7 +60,7 @@ def test_a_jax_call_is_measured_as_its_static_plan_says(allocates_records):
 def test_the_tdma_scans_name_the_primes_temporaries_at_the_size_the_hlo_implies():
     import jax
 
-    scenario = get_scenario("tridiagonal")
+    scenario = bundled("tridiagonal")
     size = scenario.size("smoke")
     n, batch = size["n"], size["batch"]
     prime = n * batch * 8  # one float64 array of c' or d', (n, batch)

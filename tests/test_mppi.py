@@ -12,7 +12,6 @@ import pytest
 
 from harness.api import InputError, UnknownNameError
 from harness.probes.trace import trace_calls
-from harness.registry import get_scenario
 from scenarios.mppi_tuning import numba_mppi
 from scenarios.mppi_tuning.cma_loops import tune_with_cma
 from scenarios.mppi_tuning.controller import (
@@ -34,6 +33,7 @@ from scenarios.mppi_tuning.objective import (
     generation_key,
 )
 from scenarios.mppi_tuning.problem import MppiInputs
+from tests.conftest import bundled
 
 SCENARIOS = ["mppi_tuning", "mppi_tuning_cartpole"]
 # Candidates spread over the (log lambda, log sigma) box, including outside it (clipped).
@@ -44,7 +44,7 @@ POPULATION = np.array(
 
 
 def smoke_inputs(scenario_name: str, episodes: int = 2, seed: int = 0) -> MppiInputs:
-    scenario = get_scenario(scenario_name)
+    scenario = bundled(scenario_name)
     inputs = scenario.make_inputs(scenario.size("smoke"), seed, "float32")
     return MppiInputs(dataclasses.replace(inputs.config, episodes=episodes), seed)
 
@@ -73,7 +73,7 @@ def test_sequential_vmapped_and_numba_evaluations_agree(scenario_name):
 
 
 def test_evosax_backends_follow_the_same_trajectory():
-    scenario = get_scenario("mppi_tuning")
+    scenario = bundled("mppi_tuning")
     size = scenario.size("smoke")
     inputs = scenario.make_inputs(size, 0, "float32")
     results = {}
@@ -131,7 +131,7 @@ def test_evosax_tuning_improves_on_held_out_episodes(scenario_name):
     """The evosax loop (sequential, sequential-eager, vmapped and scanned follow the same
     trajectory: see the trajectory and reference tests) improves the objective at smoke
     size, averaged over seeds 0, 1, 2."""
-    scenario = get_scenario(scenario_name)
+    scenario = bundled(scenario_name)
     config = scenario.make_inputs(scenario.size("smoke"), 0, "float32").config
     tune = jax.jit(lambda root: tune_scanned(root, config))
     means = [tune(jax.random.key_data(jax.random.key(seed))).final_mean for seed in SEEDS]
@@ -144,7 +144,7 @@ def test_cma_tuning_improves_and_numba_follows_the_same_trajectory(scenario_name
     objective) improves the objective at smoke size averaged over seeds 0, 1, 2. With
     G = 2 one unlucky first generation can go the wrong way (cma with seed 0 samples only
     sigma < 1 at first on the pendulum); the average over seeds must still improve."""
-    scenario = get_scenario(scenario_name)
+    scenario = bundled(scenario_name)
     size = scenario.size("smoke")
     library = scenario.backend("library")
     prepared = library.prepare(scenario.make_inputs(size, 0, "float32"), size)
@@ -158,7 +158,7 @@ def test_cma_tuning_improves_and_numba_follows_the_same_trajectory(scenario_name
 
 
 def test_sequential_dispatches_grow_linearly_with_population_scanned_is_one():
-    scenario = get_scenario("mppi_tuning")
+    scenario = bundled("mppi_tuning")
     size = scenario.size("smoke")
     base = scenario.make_inputs(size, 0, "float32")
     dispatches = {}
@@ -179,7 +179,7 @@ def test_sequential_dispatches_grow_linearly_with_population_scanned_is_one():
 
 
 def test_eager_backend_estimates_its_cost_when_skipped():
-    scenario = get_scenario("mppi_tuning")
+    scenario = bundled("mppi_tuning")
     backend = scenario.backend("sequential-eager")
     assert not backend.runs_at("default") and backend.runs_at("smoke")
     size = scenario.size("smoke")
@@ -200,9 +200,7 @@ def test_bad_input_is_refused():
     with pytest.raises(UnknownNameError, match="unknown system 'quadrotor'; choose one of"):
         Config(system="quadrotor", population=4, **fields)
     with pytest.raises(UnknownNameError, match="unknown dtype 'float64'"):
-        get_scenario("mppi_tuning").make_inputs(
-            get_scenario("mppi_tuning").size("smoke"), 0, "float64"
-        )
+        bundled("mppi_tuning").make_inputs(bundled("mppi_tuning").size("smoke"), 0, "float64")
 
 
 def test_candidates_are_clipped_to_the_bounds():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.api import InputError
-from harness.registry import Cell
+from harness.selection import Cell
 from harness.sharding import distributed_settings, environ_for, padded_size
 from harness.timing import TimingConfig
 from harness.worker import cell_spec

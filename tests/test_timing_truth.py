@@ -32,11 +32,11 @@ from harness.checks import (
 from harness.factories import is_ready_run
 from harness.gate_rules import BaselineRule
 from harness.interleave import CANDIDATE_ROOT, ServedCell, Side
-from harness.registry import SCENARIOS, Cell
 from harness.runner import run_cell_in_worker
+from harness.selection import Cell
 from harness.timing import TimingConfig
 from harness.worker import run_cell
-from tests.conftest import BACKEND_PAIRS, outer_pytest_free
+from tests.conftest import BACKEND_PAIRS, bundled, outer_pytest_free
 
 ROOT = Path(__file__).parent.parent
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
@@ -49,7 +49,7 @@ QUICK = TimingConfig(warmup=1, min_time_s=0.0, min_count=5, max_count=5)
 
 @pytest.mark.parametrize(("scenario_name", "backend_name"), BACKEND_PAIRS)
 def test_every_registered_backend_is_built_by_a_factory_that_waits(scenario_name, backend_name):
-    backend = SCENARIOS[scenario_name]().backend(backend_name)
+    backend = bundled(scenario_name).backend(backend_name)
     assert is_ready_run(backend.run), f"{scenario_name}/{backend_name} is hand-built"
 
 
@@ -94,8 +94,8 @@ def test_every_timing_path_waits_for_the_result_and_they_agree(tmp_path):
         assert record.status == "ok", record.error
         assert record.first_call_s >= DELAY_S or name != "delayed"
         medians[name]["runner"] = record.stats["median"]
-        rule = BaselineRule("toy", name, "smoke", delta=0.1, floor_s=0.0)
-        with ServedCell(rule, Side(CANDIDATE_ROOT), 120, TOY) as served:
+        rule = BaselineRule(TOY, name, "smoke", delta=0.1, floor_s=0.0)
+        with ServedCell(rule, Side(CANDIDATE_ROOT), 120) as served:
             medians[name]["gate worker"] = float(np.median(served.samples(5)))
     for name, bench in pytest_benchmark_medians(tmp_path, backends).items():
         medians[name]["pytest-benchmark"] = bench["stats"]["median"]
@@ -202,11 +202,12 @@ def test_tdma_naive_in_place_fails_naming_b_and_d():
     assert ".d:" in record.error and "max error" not in record.error
 
 
-def _run_in_process(scenario, backend: str, size: str = "smoke"):
+def _run_in_process(scenario, backend: str, size: str = "smoke", source: str = ""):
     from unittest import mock
 
-    with mock.patch("harness.worker.get_scenario", return_value=scenario):
-        return run_cell(Cell(scenario.name, backend, size, scenario.dtypes[0]), QUICK, False)
+    cell = Cell(scenario.name, backend, size, scenario.dtypes[0], 0, source)
+    with mock.patch("harness.worker.scenario_of", return_value=scenario):
+        return run_cell(cell, QUICK, False)
 
 
 @pytest.mark.parametrize(
@@ -218,12 +219,12 @@ def _run_in_process(scenario, backend: str, size: str = "smoke"):
     ],
 )
 def test_the_worker_fails_strictly(backend, message):
-    record = _run_in_process(toy.SCENARIO, backend)
+    record = _run_in_process(toy.SCENARIO, backend, source=TOY)
     assert record.status == "failed" and message in record.error, record.error
     assert not record.samples_s and not record.stats
 
 
 def test_the_worker_times_a_delayed_result_to_its_readiness():
-    record = _run_in_process(toy.SCENARIO, "delayed")
+    record = _run_in_process(toy.SCENARIO, "delayed", source=TOY)
     assert record.status == "ok", record.error
     assert min(record.samples_s) >= DELAY_S and record.first_call_s >= DELAY_S

@@ -15,8 +15,7 @@ from __future__ import annotations
 import pytest
 
 from harness.pytest_bench import benchmark_backend
-from harness.registry import SCENARIOS
-from tests.conftest import BACKEND_PAIRS
+from tests.conftest import BACKEND_PAIRS, bundled
 
 SIZE = "smoke"
 
@@ -25,4 +24,4 @@ SIZE = "smoke"
     ("scenario_name", "backend_name"), BACKEND_PAIRS, ids=[f"{s}/{b}" for s, b in BACKEND_PAIRS]
 )
 def test_backend(benchmark, scenario_name, backend_name):
-    benchmark_backend(benchmark, SCENARIOS[scenario_name](), backend_name, SIZE)
+    benchmark_backend(benchmark, bundled(scenario_name), backend_name, SIZE)
