@@ -368,7 +368,7 @@ def _comma_list(text: str, option: str, parse: type, what: str) -> list:
 
 def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
     """The cells and timing settings of a new run, and the invocation to store."""
-    from harness.sharding import distributed_settings
+    from harness.sharding.distributed import distributed_settings
 
     if args.count_parts and args.no_probes:
         raise InputError(

@@ -31,7 +31,7 @@ from harness.interference import (
 )
 from harness.processes import run_worker_process, stderr_tail
 from harness.selection import Cell, scenario_of
-from harness.sharding import environ_for
+from harness.sharding.distributed import environ_for
 from harness.statistics import summarize_scaled
 from harness.timing import TimingConfig
 from harness.units import format_duration, format_seconds

@@ -34,7 +34,7 @@ from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
 from harness.probes.memory import tree_nbytes
 from harness.selection import Cell, scenario_of
-from harness.sharding import cell_device_info, initialize_distributed
+from harness.sharding.distributed import cell_device_info, initialize_distributed
 from harness.store import write_json_atomic
 from harness.timing import TimingConfig, repeat, time_call
 from harness.units import format_seconds

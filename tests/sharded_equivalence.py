@@ -11,7 +11,7 @@ os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 import jax
 import numpy as np
 
-from harness.sharding import mesh_1d
+from harness.sharding.placement import mesh_1d
 from scenarios.mppi_tuning.objective import episode_keys, evaluate_population
 from scenarios.mppi_tuning.problem import make_inputs, sizes
 from scenarios.mppi_tuning.sharded import AXIS, sharded_evaluate

@@ -16,7 +16,8 @@ import pytest
 
 from harness.api import InputError
 from harness.selection import Cell
-from harness.sharding import distributed_settings, environ_for, padded_size
+from harness.sharding.distributed import distributed_settings, environ_for
+from harness.sharding.placement import padded_size
 from harness.timing import TimingConfig
 from harness.worker import cell_spec
 

@@ -17,9 +17,9 @@ import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from harness import sharding
 from harness.api import Backend, Size, Strategy
 from harness.factories import Compiled, compiled_backend
+from harness.sharding import placement
 from scenarios.mppi_tuning.controller import Config
 from scenarios.mppi_tuning.jax_loops import tune_scanned
 from scenarios.mppi_tuning.objective import evaluate_population
@@ -44,7 +44,7 @@ def sharded_evaluate(config: Config, mesh) -> Any:
 
     def padded_evaluate(keys, population):
         count = population.shape[0]
-        padding = sharding.padded_size(count, mesh.size) - count
+        padding = placement.padded_size(count, mesh.size) - count
         if padding:
             filler = jnp.broadcast_to(population[-1:], (padding, *population.shape[1:]))
             population = jnp.concatenate([population, filler])
@@ -59,15 +59,15 @@ def tune_sharded(root: jax.Array, config: Config, mesh) -> TuningResult:
 
 
 def _compile(inputs: MppiInputs, size: Size) -> Compiled:
-    mesh = sharding.mesh_1d(AXIS)
+    mesh = placement.mesh_1d(AXIS)
     root = jax.random.key_data(jax.random.key(inputs.seed))
-    root = sharding.put_global(root, NamedSharding(mesh, P()))
+    root = placement.put_global(root, NamedSharding(mesh, P()))
     compiled = jax.jit(lambda r: tune_sharded(r, inputs.config, mesh)).lower(root).compile()
     return Compiled(compiled, (root,))
 
 
 def _to_reference(result: TuningResult) -> TuningResult:
-    return TuningResult(*(sharding.fetch(value) for value in result))
+    return TuningResult(*(placement.fetch(value) for value in result))
 
 
 def sharded_backend(name: str, **kwargs) -> Backend:

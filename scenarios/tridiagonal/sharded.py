@@ -14,9 +14,9 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from harness import sharding
 from harness.api import Backend, Size, Strategy
 from harness.factories import Compiled, compiled_backend
+from harness.sharding import placement
 from scenarios.tridiagonal.problem import Diagonals
 from scenarios.tridiagonal.scanned import time_major_kernel, to_time_major
 
@@ -37,12 +37,12 @@ def pad_systems(diagonals: Diagonals, batch: int) -> Diagonals:
 
 
 def _compile(inputs: Diagonals, size: Size) -> Compiled:
-    mesh = sharding.mesh_1d(AXIS)
+    mesh = placement.mesh_1d(AXIS)
     time_major = to_time_major(inputs)
     batch = time_major.a.shape[1]
-    padded = pad_systems(time_major, sharding.padded_size(batch, mesh.size))
-    placement = NamedSharding(mesh, SPEC)
-    args = Diagonals(*(sharding.put_global(v, placement) for v in padded))
+    padded = pad_systems(time_major, placement.padded_size(batch, mesh.size))
+    systems = NamedSharding(mesh, SPEC)
+    args = Diagonals(*(placement.put_global(v, systems) for v in padded))
     # check_vma off: the kernel's scans start from unsharded zeros (systems are independent)
     solve = jax.shard_map(
         time_major_kernel, mesh=mesh, in_specs=(SPEC,), out_specs=SPEC, check_vma=False
@@ -51,7 +51,7 @@ def _compile(inputs: Diagonals, size: Size) -> Compiled:
 
 
 def _to_reference(x: jax.Array) -> np.ndarray:
-    return sharding.fetch(x).T  # (n, batch) -> (batch, n)
+    return placement.fetch(x).T  # (n, batch) -> (batch, n)
 
 
 def sharded_backend(name: str, **kwargs) -> Backend:
