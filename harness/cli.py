@@ -262,56 +262,34 @@ def _scenarios(args: argparse.Namespace) -> list[str]:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from harness.env_compare import compare_cell, html, markdown
-    from harness.environments import parse_assignments, probe, requirement_venv
-    from harness.gate_rules import BaselineRule, load_gates
-    from harness.interleave import CANDIDATE_ROOT
+    from harness.gate.compare import Change, SideSpec, compare_environments
+    from harness.gate.environments import parse_assignments
+    from harness.gate.render import comparison_html, comparison_markdown
+    from harness.gate.rules import load_gates
     from harness.store import write_text_atomic
 
     cells = select(_scenarios(args), args.backend, args.size, args.dtype, 0)
-    settings = dict(load_gates(args.gates).settings)
+    settings = load_gates(args.gates).settings
     if args.blocks:
-        settings["blocks"] = args.blocks
-    sides = {}
-    for side, label in (("a", "baseline"), ("b", "candidate")):
-        python = getattr(args, f"{side}_python")
-        requirements = getattr(args, f"{side}_requirements")
-        environ = parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env")
-        if python and requirements:
-            raise InputError(f"--{side}-python and --{side}-requirements: give one of them")
-        if requirements:
-            print(f"side {side.upper()}: venv with {' '.join(requirements)}", file=sys.stderr)
-            python = requirement_venv(requirements, CANDIDATE_ROOT)
-        sides[label] = probe(side.upper(), python or sys.executable, environ, CANDIDATE_ROOT)
-    comparisons = []
-    for index, cell in enumerate(cells):
-        print(f"[{index + 1}/{len(cells)}] {cell.label}: comparing", file=sys.stderr)
-        rule = BaselineRule(
-            cell.scenario,
-            cell.backend,
-            cell.size,
-            settings["delta"],
-            settings["floor_s"],
-            cell.dtype,
+        settings = dataclasses.replace(settings, blocks=args.blocks)
+    a, b = (
+        SideSpec(
+            side.upper(),
+            getattr(args, f"{side}_python"),
+            tuple(getattr(args, f"{side}_requirements")),
+            parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env"),
         )
-        comparisons.append(
-            compare_cell(
-                rule,
-                sides,
-                settings,
-                settings["seed"] + 2 * index,
-                args.timeout,
-            )
-        )
-    text = markdown(comparisons, sides, settings["confidence"], settings["delta"])
+        for side in ("a", "b")
+    )
+    comparisons, sides = compare_environments(cells, a, b, settings, args.timeout)
+    text = comparison_markdown(comparisons, sides, settings.confidence, settings.delta)
     print(text)
     if args.md:
         write_text_atomic(args.md, text)
     if args.html:
-        write_text_atomic(
-            args.html, html(comparisons, sides, settings["confidence"], settings["delta"])
-        )
-    return 1 if any(c.verdict == "slower" for c in comparisons) else 0
+        page = comparison_html(comparisons, sides, settings.confidence, settings.delta)
+        write_text_atomic(args.html, page)
+    return 1 if any(c.verdict == Change.SLOWER for c in comparisons) else 0
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -551,34 +529,33 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from harness import gate_command
-    from harness.gate import markdown
-    from harness.gate_rules import load_gates
+    from harness.gate import command
+    from harness.gate.decide import failing
+    from harness.gate.render import calibration_markdown, markdown
+    from harness.gate.rules import load_gates
     from harness.store import write_text_atomic
 
     gates = load_gates(args.gates)
     if args.inject_slowdown != 1.0 and not args.aa:
         raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
     if args.update_counts:
-        path = gate_command.update_counts(gates, args.timeout)
+        path = command.update_counts(gates, args.timeout)
         print(f"counts: {path}", file=sys.stderr)
         return 0
     if args.aa:
-        calibration = gate_command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
-        text = calibration.markdown()
-        verdicts = []
+        calibration = command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
+        text, verdicts = calibration_markdown(calibration), []
     elif args.against:
-        verdicts = gate_command.against(gates, args.against, args.timeout)
+        verdicts = command.against(gates, args.against, args.timeout)
         text = markdown(verdicts, f"scanbench gate against {args.against}")
     else:
         records = load_run(args.results).records if args.results else None
-        verdicts = gate_command.rules_and_invariants(gates, records, args.timeout)
+        verdicts = command.rules_and_invariants(gates, records, args.timeout)
         text = markdown(verdicts)
     print(text)
     if args.md:
         write_text_atomic(args.md, text)
-    failing = {"fail", "inconclusive"} if args.strict else {"fail"}
-    return 1 if any(v.outcome in failing for v in verdicts) else 0
+    return 1 if failing(verdicts, args.strict) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

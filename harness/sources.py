@@ -141,3 +141,9 @@ def resolve(name_or_source: str) -> str:
         raise UnknownNameError("scenario", name_or_source, choices)
     target, attribute = _split(name_or_source)
     return file_source(target, attribute) if target.endswith(".py") else name_or_source
+
+
+def shortest(name: str, source: str) -> str:
+    """How to name a scenario to `resolve`: its catalogue name when that is its source,
+    else the source itself."""
+    return name if catalogue().get(name) == source else source

@@ -10,15 +10,16 @@ import pytest
 
 from harness.api import HarnessError, InputError
 from harness.cli import main
-from harness.env_compare import FASTER, SAME, SLOWER, CellComparison, _by_kind, markdown
-from harness.environments import (
+from harness.gate.compare import FASTER, SAME, SLOWER, CellComparison, _by_kind
+from harness.gate.environments import (
     Environment,
     parse_assignments,
     probe,
     requirement_venv,
     venv_path,
 )
-from harness.interleave import CANDIDATE_ROOT
+from harness.gate.interleave import CANDIDATE_ROOT
+from harness.gate.render import comparison_markdown
 
 NO_FUSION = "XLA_FLAGS=--xla_disable_hlo_passes=fusion"
 
@@ -112,7 +113,7 @@ def test_counts_differences_are_read_by_kind_and_rendered():
         CellComparison("s/c/smoke", 0.5, 0.4, 0.6, FASTER, "", {}, {"kernels: m/copy": (3, 1)}),
         CellComparison("s/d/smoke", 1.0, 0.9, 1.1, SAME, "", {}, {}, ("B: worker died",)),
     ]
-    text = markdown(rows, sides, 0.99, 0.1)
+    text = comparison_markdown(rows, sides, 0.99, 0.1)
     assert "B slower on 1 of 3 cells" in text
     assert "B = /b/python (jax 0.10.0), XLA_FLAGS=--x" in text
     assert "kernels 1 -> 2" in text and "kernels: m/copy: 3 -> 1" in text

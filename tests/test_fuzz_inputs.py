@@ -117,7 +117,7 @@ def test_gate_settings_are_validated(key, value, tmp_path_factory):
     import tomli_w
 
     from harness.api import HarnessError
-    from harness.gate_rules import load_gates
+    from harness.gate.rules import load_gates
 
     path = tmp_path_factory.mktemp("gates") / "gates.toml"
     try:
@@ -130,7 +130,7 @@ def test_gate_settings_are_validated(key, value, tmp_path_factory):
     except HarnessError as error:
         assert key in str(error)
         return
-    number = gates.settings[key]
+    number = getattr(gates.settings, key)
     assert isinstance(number, int | float) and number == number  # not NaN
     assert number >= 0 and number != float("inf")
     if key in ("blocks", "samples_per_block", "delta"):

@@ -13,16 +13,16 @@ import tomli_w
 
 from harness.api import InputError, UnknownNameError
 from harness.cli import main
-from harness.gate import (
+from harness.gate.command import calibrate
+from harness.gate.decide import (
     check_counts,
     count_expectation,
     decide_invariant,
-    markdown,
     paired_decision,
 )
-from harness.gate_command import calibrate
-from harness.gate_rules import Invariant, load_count_rules, load_gates
-from harness.interleave import SIDES, interleaved_blocks, schedule
+from harness.gate.interleave import SIDES, interleaved_blocks, schedule
+from harness.gate.render import calibration_markdown, describe, markdown
+from harness.gate.rules import Invariant, load_count_rules, load_gates
 from harness.store import load_run, write_run
 
 DATA = Path(__file__).parent / "data"
@@ -60,8 +60,8 @@ def test_count_rules_pass_unchanged_and_name_the_culprit_of_an_increase(tmp_path
     assert ok.outcome == "pass"
     (bad,) = check_counts([rule], [grown(record, op="jit_new/extra_fusion")])
     assert bad.outcome == "fail"
-    assert "dispatches 203 > 202 expected; grew: jit(_forward_column) 100 -> 101" in bad.detail
-    assert "kernels 503 > 502 expected; grew: jit_new/extra_fusion 0 -> 1" in bad.detail
+    assert "dispatches 203 > 202 expected; grew: jit(_forward_column) 100 -> 101" in describe(bad)
+    assert "kernels 503 > 502 expected; grew: jit_new/extra_fusion 0 -> 1" in describe(bad)
 
 
 def test_count_rules_scale_counts_taken_on_a_smaller_size(tmp_path):
@@ -70,7 +70,7 @@ def test_count_rules_scale_counts_taken_on_a_smaller_size(tmp_path):
     counts = copy.deepcopy(record.counts.to_json())
     counts["scale"] = 2.0  # counted on half the work: per call, everything doubles
     (verdict,) = check_counts([rule], [dataclasses.replace(record, counts=counts)])
-    assert verdict.outcome == "fail" and "dispatches 2 > 1 expected" in verdict.detail
+    assert verdict.outcome == "fail" and "dispatches 2 > 1 expected" in describe(verdict)
 
 
 def load_count_rules_from(record, tmp: Path):
@@ -83,8 +83,8 @@ def test_fewer_counts_pass_and_say_so(tmp_path):
     record = tdma_record("sequential-jax")
     (rule,) = load_count_rules_from(grown(record), tmp_path)
     (verdict,) = check_counts([rule], [record])
-    assert (
-        verdict.outcome == "pass" and "fewer than expected: dispatches 203 -> 202" in verdict.detail
+    assert verdict.outcome == "pass" and "fewer than expected: dispatches 203 -> 202" in describe(
+        verdict
     )
 
 
@@ -92,7 +92,7 @@ def test_a_failed_or_missing_cell_fails_its_count_rule(tmp_path):
     record = tdma_record("sequential-jax")
     (rule,) = load_count_rules_from(record, tmp_path)
     failed = dataclasses.replace(record, status="failed", error="MismatchError: off")
-    assert check_counts([rule], [failed])[0].detail == "cell failed: MismatchError: off"
+    assert describe(check_counts([rule], [failed])[0]) == "cell failed: MismatchError: off"
     assert check_counts([rule], [])[0].outcome == "fail"
 
 
@@ -108,7 +108,7 @@ def test_invariant_decides_on_the_interval(ratio, spread, outcome):
     fast = 1e-3 * (1 + spread * rng.standard_normal(40))
     slow = ratio * 1e-3 * (1 + spread * rng.standard_normal(40))
     verdict = decide_invariant(INVARIANT, slow, fast, confidence=0.99, seed=0)
-    assert verdict.outcome == outcome, verdict.detail
+    assert verdict.outcome == outcome, describe(verdict)
 
 
 def test_within_invariant_is_an_upper_bound():
@@ -188,10 +188,10 @@ def test_real_workers_detect_an_injected_2x_slowdown_and_pass_aa(tmp_path):
     slowed = calibrate(gates, repetitions=1, slowdown=2.0, timeout_s=120)
     assert slowed.failing_repetitions == 1
     (verdict,) = slowed.verdicts[0]
-    assert "confirming re-run" in verdict.detail
+    assert "confirming re-run" in describe(verdict)
     same = calibrate(gates, repetitions=1, slowdown=1.0, timeout_s=120)
-    assert same.failing_repetitions == 0, same.markdown()
-    assert "false alarms (identical code on both sides): **0 of 1**" in same.markdown()
+    assert same.failing_repetitions == 0, calibration_markdown(same)
+    assert "false alarms (identical code on both sides): **0 of 1**" in calibration_markdown(same)
 
 
 @pytest.mark.parametrize(
@@ -240,9 +240,10 @@ def test_cli_exit_codes_and_markdown(tmp_path, capsys):
 
 
 def test_markdown_lists_failures_first():
-    from harness.gate import Verdict
+    from harness.gate.decide import Kind, Outcome, Verdict
 
-    text = markdown([Verdict("count", "a", "pass", "ok"), Verdict("invariant", "b", "fail", "x|y")])
+    ok = Verdict(Kind.COUNT, "a", Outcome.PASS, reason="ok")
+    text = markdown([ok, Verdict(Kind.INVARIANT, "b", Outcome.FAIL, reason="x|y")])
     lines = text.splitlines()
     assert lines[0] == "## scanbench gate: FAILED" and "2 rules: 1 failed" in text
     assert lines[6] == "| fail | invariant | b | x\\|y |"
@@ -274,7 +275,7 @@ def test_counts_file_round_trip_keeps_breakdowns(tmp_path):
 
 
 def test_blocks_are_shared_round_robin_between_worker_pairs():
-    from harness.interleave import _round_robin
+    from harness.gate.interleave import _round_robin
 
     class Fake:
         def __init__(self, name):

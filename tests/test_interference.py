@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.gate import check_invariants, paired_decision
-from harness.gate_rules import Invariant
+from harness.gate.decide import check_invariants, paired_decision
+from harness.gate.interleave import samples_per_block
+from harness.gate.render import describe
+from harness.gate.rules import Invariant, Settings
 from harness.interference import (
     PROBE_DRIFT,
     Interference,
@@ -18,7 +20,6 @@ from harness.interference import (
     running_threads,
     sample_load,
 )
-from harness.interleave import samples_per_block
 from harness.store import Run, load_run
 from reports import markdown
 from reports.frame import records_frame
@@ -93,7 +94,9 @@ def test_the_gate_does_not_decide_an_invariant_on_a_disturbed_cell():
     invariant = Invariant("tridiagonal", "smoke", "scanned-time-major", "scanned-issue", 1.5)
     (verdict,) = check_invariants([invariant], disturbed_run().records, 0.99, 0)
     assert verdict.outcome == "inconclusive"
-    assert "not decided" in verdict.detail and "scanned-time-major: 3.0 runnable" in verdict.detail
+    assert "not decided" in describe(verdict) and "scanned-time-major: 3.0 runnable" in describe(
+        verdict
+    )
 
 
 def test_reports_mark_disturbed_cells_with_their_reasons():
@@ -143,7 +146,7 @@ def test_detectable_slowdown_and_block_sizes():
     assert decision.detectable == max(
         1.05 * decision.ratio / decision.low, 1 + 10e-6 / np.median(np.concatenate(base))
     )
-    settings = {"samples_per_block": 5, "block_time_s": 0.1}
+    settings = Settings(samples_per_block=5, block_time_s=0.1)
     assert samples_per_block(settings, 0.3e-3) == 334
     assert samples_per_block(settings, 0.5) == 5
-    assert samples_per_block({"samples_per_block": 5}, 1e-6) == 5
+    assert samples_per_block(Settings(samples_per_block=5, block_time_s=0.0), 1e-6) == 5

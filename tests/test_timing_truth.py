@@ -30,8 +30,8 @@ from harness.checks import (
     nonfinite,
 )
 from harness.factories import is_ready_run
-from harness.gate_rules import BaselineRule
-from harness.interleave import CANDIDATE_ROOT, ServedCell, Side
+from harness.gate.interleave import CANDIDATE_ROOT, ServedCell, Side
+from harness.gate.rules import BaselineRule
 from harness.runner import run_cell_in_worker
 from harness.selection import Cell
 from harness.timing import TimingConfig

@@ -46,20 +46,60 @@ from typing import Any
 from harness.api import InputError, UnknownNameError
 from harness.counts import BREAKDOWNS, GATED
 
-SETTINGS = {
-    "counts_file": "counts.toml",
-    "count_size": "smoke",
-    "count_exclude": [],
-    "confidence": 0.99,
-    "blocks": 20,
-    "samples_per_block": 5,
-    "block_time_s": 0.1,
-    "delta": 0.10,
-    "floor_s": 10e-6,
-    "seed": 0,
-    "pin_workers": True,
-    "worker_pairs": 2,
-}
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The ``[settings]`` table of a gate file (every key optional; these are the defaults).
+
+    Attributes:
+        counts_file: the counts file, beside the gate file.
+        count_size: the size the count rules are recorded and checked at.
+        count_exclude: ``scenario/backend`` left out of ``--update-counts``.
+        confidence: the confidence of every time decision (bootstrap intervals).
+        blocks: interleaved blocks per baseline comparison.
+        samples_per_block: at least this many calls per side and block ...
+        block_time_s: ... and enough calls to fill this many seconds.
+        delta: allowed slowdown of a ``[[baseline]]`` rule unless the rule says.
+        floor_s: differences below this never fail.
+        seed: seeds the block order and the bootstrap.
+        pin_workers: both sides' workers on the same one CPU.
+        worker_pairs: workers per side, blocks shared round robin.
+    """
+
+    counts_file: str = "counts.toml"
+    count_size: str = "smoke"
+    count_exclude: tuple[str, ...] = ()
+    confidence: float = 0.99
+    blocks: int = 20
+    samples_per_block: int = 5
+    block_time_s: float = 0.1
+    delta: float = 0.10
+    floor_s: float = 10e-6
+    seed: int = 0
+    pin_workers: bool = True
+    worker_pairs: int = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "count_exclude", tuple(self.count_exclude))
+        for key in ("blocks", "samples_per_block", "delta", "worker_pairs"):
+            _positive(getattr(self, key), f"[settings] {key}")
+        for key in ("confidence", "floor_s", "block_time_s"):
+            if not math.isfinite(getattr(self, key)):
+                raise InputError(f"[settings] {key} must be finite, got {getattr(self, key)}")
+        if self.block_time_s < 0:
+            raise InputError(f"[settings] block_time_s must be >= 0, got {self.block_time_s}")
+        if self.floor_s < 0:
+            raise InputError(f"[settings] floor_s must be >= 0, got {self.floor_s}")
+        if not 0.5 < self.confidence < 1:
+            raise InputError(f"[settings] confidence must be in (0.5, 1), got {self.confidence}")
+
+    @classmethod
+    def types(cls) -> dict[str, type]:
+        """The TOML type of every key (a tuple is a TOML array)."""
+        return {
+            field.name: list if isinstance(field.default, tuple) else type(field.default)
+            for field in dataclasses.fields(cls)
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,14 +163,14 @@ class Gates:
     """Everything a gate file declares (settings, rules) plus the counts file's rules."""
 
     path: Path
-    settings: Mapping[str, Any]
+    settings: Settings
     counts: tuple[CountRule, ...]
     invariants: tuple[Invariant, ...]
     baselines: tuple[BaselineRule, ...]
 
     @property
     def counts_path(self) -> Path:
-        return self.path.parent / self.settings["counts_file"]
+        return self.path.parent / self.settings.counts_file
 
 
 def _table(raw: Any, where: str, required: dict[str, type], optional: dict[str, type]) -> dict:
@@ -181,24 +221,11 @@ def load_gates(path: str | Path) -> Gates:
     path = Path(path)
     data = _read_toml(path)
     _table(data, str(path), {}, {"settings": dict, "invariant": list, "baseline": list})
-    types = {key: type(value) for key, value in SETTINGS.items()}
-    types["confidence"] = types["delta"] = types["floor_s"] = types["block_time_s"] = float
-    settings = {**SETTINGS, **_table(data.get("settings", {}), f"{path} [settings]", {}, types)}
-    for key in ("blocks", "samples_per_block", "delta", "worker_pairs"):
-        _positive(settings[key], f"{path} [settings] {key}")
-    for key in ("confidence", "floor_s", "block_time_s"):
-        if not math.isfinite(settings[key]):
-            raise InputError(f"{path} [settings] {key} must be finite, got {settings[key]}")
-    if settings["block_time_s"] < 0:
-        raise InputError(
-            f"{path} [settings] block_time_s must be >= 0, got {settings['block_time_s']}"
-        )
-    if settings["floor_s"] < 0:
-        raise InputError(f"{path} [settings] floor_s must be >= 0, got {settings['floor_s']}")
-    if not 0.5 < settings["confidence"] < 1:
-        raise InputError(
-            f"{path} [settings] confidence must be in (0.5, 1), got {settings['confidence']}"
-        )
+    raw = _table(data.get("settings", {}), f"{path} [settings]", {}, Settings.types())
+    try:
+        settings = Settings(**raw)
+    except InputError as error:
+        raise InputError(f"{path} {error}") from None
     invariants = []
     for index, raw in enumerate(data.get("invariant", [])):
         where = f"{path} [[invariant]] #{index + 1}"
@@ -225,8 +252,8 @@ def load_gates(path: str | Path) -> Gates:
             {"scenario": str, "backend": str, "size": str},
             {"dtype": str, "delta": float, "floor_s": float},
         )
-        delta = _positive(raw.pop("delta", settings["delta"]), f"{where} delta")
-        floor = float(raw.pop("floor_s", settings["floor_s"]))
+        delta = _positive(raw.pop("delta", settings.delta), f"{where} delta")
+        floor = float(raw.pop("floor_s", settings.floor_s))
         if not math.isfinite(floor) or floor < 0:
             raise InputError(f"{where} floor_s must be >= 0, got {floor}")
         baselines.append(BaselineRule(**raw, delta=delta, floor_s=floor))

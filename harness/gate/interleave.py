@@ -3,7 +3,7 @@
 
 On a shared machine the speed drifts by 0.3x-3x between moments, so the two sides are
 measured alternately: per block, each side's warm worker takes a few timed calls, in an
-order drawn from a seeded generator. Each block gives a paired ratio; `harness.gate.
+order drawn from a seeded generator. Each block gives a paired ratio; `harness.gate.decide.
 paired_decision` decides from those, and a suspect cell is re-measured in fresh processes
 before it fails.
 """
@@ -24,12 +24,18 @@ from pathlib import Path
 import numpy as np
 
 from harness.api import HarnessError, InputError
-from harness.gate import PairedDecision, Verdict, paired_decision
-from harness.gate_rules import BaselineRule
+from harness.gate.decide import (
+    BaselineFinding,
+    PairedDecision,
+    Verdict,
+    baseline_verdict,
+    paired_decision,
+)
+from harness.gate.rules import BaselineRule, Settings
 from harness.sources import resolve
 
 SIDES = ("baseline", "candidate")
-CANDIDATE_ROOT = Path(__file__).resolve().parent.parent  # the checkout this harness is from
+CANDIDATE_ROOT = Path(__file__).resolve().parents[2]  # the checkout this harness is from
 SERVE = Path(__file__).resolve().parent / "serve.py"
 
 
@@ -76,7 +82,7 @@ def worker_cpus(pin: bool) -> list[int] | None:
 
 
 class ServedCell:
-    """A `harness/serve.py` worker for one cell of one side (a context manager)."""
+    """A `harness/gate/serve.py` worker for one cell of one side (a context manager)."""
 
     def __init__(
         self,
@@ -155,11 +161,11 @@ class ServedCell:
         self.close()
 
 
-def samples_per_block(settings: Mapping, call_s: float) -> int:
+def samples_per_block(settings: Settings, call_s: float) -> int:
     """Calls per side and block: at least ``samples_per_block``, and enough to fill
     ``block_time_s`` (a block median of 5 calls of 0.3 ms is too noisy to see 10%)."""
-    wanted = settings.get("block_time_s", 0.0) / call_s if call_s > 0 else 0.0
-    return max(int(settings["samples_per_block"]), min(int(np.ceil(wanted)), 10_000))
+    wanted = settings.block_time_s / call_s if call_s > 0 else 0.0
+    return max(int(settings.samples_per_block), min(int(np.ceil(wanted)), 10_000))
 
 
 def _round_robin(workers: Sequence[ServedCell]) -> Callable[[int], list[float]]:
@@ -171,7 +177,7 @@ def _round_robin(workers: Sequence[ServedCell]) -> Callable[[int], list[float]]:
 def measure_blocks(
     rule: BaselineRule,
     sides: Mapping[str, Side],
-    settings: Mapping,
+    settings: Settings,
     seed: int,
     timeout_s: float,
 ) -> tuple[dict[str, list[list[float]]], dict[str, dict[str, str]]]:
@@ -183,8 +189,8 @@ def measure_blocks(
     by pair b mod k: a per-process speed offset (one process a few percent faster than
     an identical one, seen up to 8% between JAX workers) averages out instead of
     deciding the comparison."""
-    cpus = worker_cpus(settings.get("pin_workers", True))
-    pairs = int(settings.get("worker_pairs", 1))
+    cpus = worker_cpus(settings.pin_workers)
+    pairs = settings.worker_pairs
     with contextlib.ExitStack() as stack:
         workers: dict[str, list[ServedCell]] = {side: [] for side in SIDES}
         for pair in range(pairs):
@@ -193,7 +199,7 @@ def measure_blocks(
                 workers[side].append(stack.enter_context(worker))
         blocks = interleaved_blocks(
             {side: _round_robin(workers[side]) for side in SIDES},
-            settings["blocks"],
+            settings.blocks,
             samples_per_block(settings, workers["baseline"][0].call_s),
             seed,
         )
@@ -203,7 +209,7 @@ def measure_blocks(
 def measure_pair(
     rule: BaselineRule,
     sides: Mapping[str, Side],
-    settings: Mapping,
+    settings: Settings,
     seed: int,
     timeout_s: float,
 ) -> PairedDecision:
@@ -214,45 +220,28 @@ def measure_pair(
         blocks["candidate"],
         rule.delta,
         rule.floor_s,
-        settings["confidence"],
+        settings.confidence,
         seed,
-    )
-
-
-def _describe(decision: PairedDecision, rule: BaselineRule, confidence: float) -> str:
-    return (
-        f"candidate/baseline {decision.ratio:.3f}x, {confidence:.0%} lower bound "
-        f"{decision.low:.3f} vs {1 + rule.delta:.2f}; difference "
-        f"{decision.difference_s * 1e6:+.1f} us (floor {rule.floor_s * 1e6:g} us); "
-        f"detects slowdowns from {decision.detectable:.3f}x"
     )
 
 
 def compare(
     rules: Sequence[BaselineRule],
     sides: Mapping[str, Side],
-    settings: Mapping,
+    settings: Settings,
     timeout_s: float = 900.0,
     seed_offset: int = 0,
 ) -> list[Verdict]:
     """One verdict per rule: fail only when the interleaved measurement and a confirming
     re-run in fresh processes are both suspect."""
     verdicts = []
-    confidence = settings["confidence"]
     for index, rule in enumerate(rules):
-        seed = settings["seed"] + 1000 * seed_offset + 2 * index
-        first = measure_pair(rule, sides, settings, seed, timeout_s)
-        measurements = (first,)
-        detail = _describe(first, rule, confidence)
-        outcome = "pass"
-        if first.suspect:
-            again = measure_pair(rule, sides, settings, seed + 1, timeout_s)
-            measurements += (again,)
-            detail += f"; confirming re-run: {_describe(again, rule, confidence)}"
-            outcome = "fail" if again.suspect else "pass"
-            if not again.suspect:
-                detail += " (not confirmed)"
-        verdicts.append(Verdict("baseline", rule.label, outcome, detail, measurements))
+        seed = settings.seed + 1000 * seed_offset + 2 * index
+        measurements = (measure_pair(rule, sides, settings, seed, timeout_s),)
+        if measurements[0].suspect:
+            measurements += (measure_pair(rule, sides, settings, seed + 1, timeout_s),)
+        finding = BaselineFinding(rule.delta, rule.floor_s, settings.confidence, measurements)
+        verdicts.append(baseline_verdict(rule.label, finding))
     return verdicts
 
 

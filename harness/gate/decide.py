@@ -1,7 +1,10 @@
 """Regression gate decisions: counts exact, times only on same-run comparisons.
 
-Pure functions over stored records and sample arrays; `harness.interleave` produces the
-paired samples of a baseline comparison, `harness.cli` wires them to `scanbench gate`.
+Pure functions over stored records and sample arrays, returning numbers: a `Verdict`
+holds the rule, its `Outcome` and the findings behind it (per count, the ratio interval of
+an invariant, the paired measurements of a baseline comparison), never formatted text;
+`harness.gate.render` writes the text once, at the edge. `harness.gate.interleave`
+produces the paired samples of a baseline comparison.
 Outcomes: ``pass``, ``fail`` (a regression: exit 1) and ``inconclusive`` (a time
 interval that straddles its threshold: shown, and a failure only with ``--strict``).
 """
@@ -9,17 +12,29 @@ interval that straddles its threshold: shown, and a failure only with ``--strict
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from harness.api import Record
 from harness.counts import GATED, KEYS
-from harness.gate_rules import CountRule, Invariant
+from harness.gate.rules import CountRule, Invariant
 from harness.statistics import median_interval, ratio_interval
 
-OUTCOMES = ("pass", "fail", "inconclusive")
 TOLERANCE = 1e-9  # counts are exact; this only absorbs float scaling (MPPI: x generations)
+
+
+class Outcome(enum.StrEnum):
+    PASS = "pass"
+    FAIL = "fail"  # a regression: exit 1
+    INCONCLUSIVE = "inconclusive"  # shown; a failure only with --strict
+
+
+class Kind(enum.StrEnum):
+    COUNT = "count"  # benchmarks/counts.toml: exact per-call counts
+    INVARIANT = "invariant"  # two backends of one run
+    BASELINE = "baseline"  # this checkout against a revision (--against, --aa)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,17 +49,78 @@ class PairedDecision:
 
 
 @dataclasses.dataclass(frozen=True)
+class CountFinding:
+    """One gated count of a count rule: expected, measured, and what grew."""
+
+    key: str
+    limit: float
+    value: float | None  # None: the probe gave no number (``missing`` says why)
+    grown: tuple[tuple[str, float, float], ...] = ()  # (name, before, after), largest first
+    missing: str = ""
+
+    @property
+    def exceeded(self) -> bool:
+        return self.value is None or self.value > self.limit + TOLERANCE
+
+    @property
+    def fewer(self) -> bool:
+        return self.value is not None and self.value < self.limit - TOLERANCE
+
+
+@dataclasses.dataclass(frozen=True)
+class RatioFinding:
+    """An invariant's interval of median(slower) / median(faster) against its threshold."""
+
+    point: float
+    low: float
+    high: float
+    threshold: float
+    at_most: bool  # ``within``: the ratio must stay at or below the threshold
+    slower_samples: int
+    faster_samples: int
+    confidence: float
+    why: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineFinding:
+    """A baseline comparison: the interleaved measurement, then the confirming re-run in
+    fresh processes when the first was suspect."""
+
+    delta: float
+    floor_s: float
+    confidence: float
+    measurements: tuple[PairedDecision, ...]
+
+    @property
+    def confirmed(self) -> bool:
+        return len(self.measurements) > 1 and self.measurements[-1].suspect
+
+
+@dataclasses.dataclass(frozen=True)
 class Verdict:
-    """The decision on one rule: which rule, outcome, and the numbers behind it.
+    """The decision on one rule and the findings behind it (numbers, not text).
 
-    ``measurements`` (baseline rules): the interleaved measurement, then the confirming
-    re-run when the first was suspect."""
+    ``reason`` says why a rule was not decided on numbers: its cell failed or was not
+    measured, or ran while the machine was busy."""
 
-    kind: str  # count | invariant | baseline
+    kind: Kind
     rule: str
-    outcome: str
-    detail: str
-    measurements: tuple[PairedDecision, ...] = ()
+    outcome: Outcome
+    counts: tuple[CountFinding, ...] = ()
+    ratio: RatioFinding | None = None
+    baseline: BaselineFinding | None = None
+    reason: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """How often identical code (or code slowed by ``slowdown``) failed the gate."""
+
+    repetitions: int
+    slowdown: float
+    failing_repetitions: int
+    verdicts: tuple[tuple[Verdict, ...], ...]
 
 
 def find_record(
@@ -58,15 +134,15 @@ def find_record(
     return None
 
 
-def _grown(expected: Mapping[str, float], actual: Mapping[str, float]) -> list[str]:
-    """Names whose count went up (new names count from 0), largest increase first."""
-    growth = {
-        name: (expected.get(name, 0.0), value)
+def _grown(expected: Mapping[str, float], actual: Mapping[str, float]) -> tuple:
+    """(name, before, after) of every name whose count went up (new names count from 0),
+    largest increase first."""
+    growth = [
+        (name, expected.get(name, 0.0), value)
         for name, value in actual.items()
         if value > expected.get(name, 0.0) + TOLERANCE
-    }
-    ordered = sorted(growth.items(), key=lambda item: item[1][0] - item[1][1])
-    return [f"{name} {before:g} -> {after:g}" for name, (before, after) in ordered]
+    ]
+    return tuple(sorted(growth, key=lambda item: item[1] - item[2]))
 
 
 def check_counts(rules: Sequence[CountRule], records: Sequence[Record]) -> list[Verdict]:
@@ -76,36 +152,21 @@ def check_counts(rules: Sequence[CountRule], records: Sequence[Record]) -> list[
         record = find_record(records, rule.scenario, rule.backend, rule.size, rule.dtype)
         if record is None or record.status != "ok":
             why = "not measured" if record is None else f"{record.status}: {record.error}"
-            verdicts.append(Verdict("count", rule.label, "fail", f"cell {why}"))
+            verdicts.append(Verdict(Kind.COUNT, rule.label, Outcome.FAIL, reason=f"cell {why}"))
             continue
         actual = record.counts.per_call()
         breakdowns = record.counts.breakdowns()
-        problems, improved = [], []
+        findings = []
         for key, limit in rule.limits.items():
             value = actual.get(key)
-            if value is None:
-                errors = record.counts.error_text()
-                problems.append(f"{key}: no number ({errors or 'probe not run'})")
-            elif value > limit + TOLERANCE:
-                text = f"{key} {value:g} > {limit:g} expected"
-                name = KEYS[key].breakdown
-                if name is not None:
-                    grown = _grown(getattr(rule, name), breakdowns[name])
-                    text += f"; grew: {', '.join(grown[:5]) or '(breakdown unchanged)'}"
-                else:
-                    text += "; `scanbench profile` shows where the transfers happen"
-                problems.append(text)
-            elif value < limit - TOLERANCE:
-                improved.append(f"{key} {limit:g} -> {value:g}")
-        if problems:
-            verdicts.append(Verdict("count", rule.label, "fail", "; ".join(problems)))
-        else:
-            detail = ", ".join(f"{k} {actual[k]:g}" for k in rule.limits)
-            if improved:
-                detail += (
-                    f" (fewer than expected: {', '.join(improved)}; --update-counts locks it in)"
-                )
-            verdicts.append(Verdict("count", rule.label, "pass", detail))
+            missing = (record.counts.error_text() or "probe not run") if value is None else ""
+            grown: tuple = ()
+            breakdown = KEYS[key].breakdown
+            if value is not None and value > limit + TOLERANCE and breakdown is not None:
+                grown = _grown(getattr(rule, breakdown), breakdowns[breakdown])
+            findings.append(CountFinding(key, limit, value, grown, missing))
+        outcome = Outcome.FAIL if any(f.exceeded for f in findings) else Outcome.PASS
+        verdicts.append(Verdict(Kind.COUNT, rule.label, outcome, counts=tuple(findings)))
     return verdicts
 
 
@@ -136,28 +197,17 @@ def decide_invariant(
     fail when all of it is below. ``within``: pass when all of it is <= within, fail when
     all of it is above. Inconclusive when the interval straddles the threshold."""
     point, low, high = ratio_interval(slow, fast, confidence, seed)
-    if invariant.within is not None:
-        threshold, passed, failed = (
-            invariant.within,
-            high <= invariant.within,
-            low > invariant.within,
-        )
-        relation = "<="
+    at_most = invariant.within is not None
+    threshold = invariant.within if at_most else invariant.factor
+    if at_most:
+        passed, failed = high <= threshold, low > threshold
     else:
-        threshold, passed, failed = (
-            invariant.factor,
-            low >= invariant.factor,
-            high < invariant.factor,
-        )
-        relation = ">="
-    detail = (
-        f"ratio {point:.2f}x, {confidence:.0%} CI [{low:.2f}, {high:.2f}] "
-        f"vs {relation} {threshold:g}x ({len(slow)} and {len(fast)} samples)"
+        passed, failed = low >= threshold, high < threshold
+    outcome = Outcome.PASS if passed else Outcome.FAIL if failed else Outcome.INCONCLUSIVE
+    finding = RatioFinding(
+        point, low, high, threshold, at_most, len(slow), len(fast), confidence, invariant.why
     )
-    if invariant.why:
-        detail += f"; why: {invariant.why}"
-    outcome = "pass" if passed else "fail" if failed else "inconclusive"
-    return Verdict("invariant", invariant.label, outcome, detail)
+    return Verdict(Kind.INVARIANT, invariant.label, outcome, ratio=finding)
 
 
 def check_invariants(
@@ -175,7 +225,8 @@ def check_invariants(
             if r is None or r.status != "ok" or len(r.samples_s) == 0
         ]
         if missing:
-            verdicts.append(Verdict("invariant", invariant.label, "fail", "; ".join(missing)))
+            reason = "; ".join(missing)
+            verdicts.append(Verdict(Kind.INVARIANT, invariant.label, Outcome.FAIL, reason=reason))
             continue
         disturbed = [
             f"{record.backend}: {'; '.join(record.interference.get('reasons', ()))}"
@@ -183,12 +234,13 @@ def check_invariants(
             if record.disturbed
         ]
         if disturbed:
-            detail = (
+            reason = (
                 "not decided: the machine was busy while a cell ran ("
                 + "; ".join(disturbed)
                 + "); measure again on a quiet machine"
             )
-            verdicts.append(Verdict("invariant", invariant.label, "inconclusive", detail))
+            verdict = Verdict(Kind.INVARIANT, invariant.label, Outcome.INCONCLUSIVE, reason=reason)
+            verdicts.append(verdict)
             continue
         slow, fast = (record.samples_s for record in pair)
         verdicts.append(decide_invariant(invariant, slow, fast, confidence, seed))
@@ -226,18 +278,14 @@ def paired_decision(
     return PairedDecision(ratio, low, difference, suspect, detectable)
 
 
-def markdown(verdicts: Sequence[Verdict], title: str = "scanbench gate") -> str:
-    """One section: the overall result, then a table of every rule (failures first)."""
-    failed = [v for v in verdicts if v.outcome == "fail"]
-    unsure = [v for v in verdicts if v.outcome == "inconclusive"]
-    head = "FAILED" if failed else "passed"
-    summary = f"{len(verdicts)} rules: {len(failed)} failed, {len(unsure)} inconclusive"
-    lines = [f"## {title}: {head}", "", summary, ""]
-    if verdicts:
-        order = {"fail": 0, "inconclusive": 1, "pass": 2}
-        lines += ["| outcome | kind | rule | numbers |", "| --- | --- | --- | --- |"]
-        for v in sorted(verdicts, key=lambda v: order[v.outcome]):
-            detail = v.detail.replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {v.outcome} | {v.kind} | {v.rule} | {detail} |")
-        lines.append("")
-    return "\n".join(lines)
+def baseline_verdict(rule_label: str, finding: BaselineFinding) -> Verdict:
+    """Fail only when the interleaved measurement and its confirming re-run are both
+    suspect."""
+    outcome = Outcome.FAIL if finding.confirmed else Outcome.PASS
+    return Verdict(Kind.BASELINE, rule_label, outcome, baseline=finding)
+
+
+def failing(verdicts: Iterable[Verdict], strict: bool = False) -> bool:
+    """Whether the gate fails: a failed rule (or, ``strict``, an inconclusive one)."""
+    bad = {Outcome.FAIL, Outcome.INCONCLUSIVE} if strict else {Outcome.FAIL}
+    return any(verdict.outcome in bad for verdict in verdicts)

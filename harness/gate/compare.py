@@ -13,19 +13,33 @@ before timing (the serve worker does).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.environments import Environment
-from harness.gate import paired_decision
-from harness.gate_rules import BaselineRule
-from harness.interleave import CANDIDATE_ROOT, Side, measure_blocks
+from harness.api import InputError
+from harness.gate.decide import paired_decision
+from harness.gate.environments import Environment, probe, requirement_venv
+from harness.gate.interleave import CANDIDATE_ROOT, Side, measure_blocks
+from harness.gate.rules import BaselineRule, Settings
+from harness.selection import Cell
+from harness.sources import shortest
 from harness.statistics import median_interval
 
-SLOWER, FASTER, SAME = "slower", "faster", "no significant change"
+
+class Change(enum.StrEnum):
+    """What side B did to a cell's time."""
+
+    SLOWER = "slower"
+    FASTER = "faster"
+    SAME = "no significant change"
+
+
+SLOWER, FASTER, SAME = Change.SLOWER, Change.FASTER, Change.SAME
 NUMBERED = re.compile(r"\.\d+$")
 COUNT_KEYS = ("dispatches", "kernels", "kernels_static", "launch_equivalent", "h2d", "d2h")
 
@@ -38,7 +52,7 @@ class CellComparison:
     ratio: float  # B / A
     low: float  # two-sided interval of the ratio at the confidence level
     high: float
-    verdict: str  # SLOWER | FASTER | SAME
+    verdict: Change
     detail: str
     counts: Mapping[str, tuple[Any, Any]]  # changed per-call counts: name -> (A, B)
     breakdown: Mapping[str, tuple[float, float]]  # changed kernels/dispatches by name
@@ -53,8 +67,8 @@ def _ratios(blocks: Mapping[str, list[list[float]]]) -> list[float]:
     return [c / b for b, c in zip(base, cand, strict=True)]
 
 
-def _verdict(rule, settings, blocks, seed) -> tuple[str, Any, Any]:
-    confidence = settings["confidence"]
+def _verdict(rule, settings: Settings, blocks, seed) -> tuple[Change, Any, Any]:
+    confidence = settings.confidence
     slower = paired_decision(
         blocks["baseline"], blocks["candidate"], rule.delta, rule.floor_s, confidence, seed
     )
@@ -65,10 +79,50 @@ def _verdict(rule, settings, blocks, seed) -> tuple[str, Any, Any]:
     return verdict, slower, faster
 
 
+@dataclasses.dataclass(frozen=True)
+class SideSpec:
+    """A side as the user gave it: an interpreter or requirements, and variables."""
+
+    label: str  # "A" or "B"
+    python: str | None = None
+    requirements: tuple[str, ...] = ()
+    environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+def prepare_side(spec: SideSpec, root: Path = CANDIDATE_ROOT) -> Environment:
+    """The side ready to measure: its venv built (cached) when it names requirements,
+    then probed (it must import jax and the project)."""
+    if spec.python and spec.requirements:
+        flag = spec.label.lower()
+        raise InputError(f"--{flag}-python and --{flag}-requirements: give one of them")
+    python = spec.python
+    if spec.requirements:
+        print(f"side {spec.label}: venv with {' '.join(spec.requirements)}", file=sys.stderr)
+        python = requirement_venv(spec.requirements, root)
+    return probe(spec.label, python or sys.executable, spec.environ, root)
+
+
+def compare_environments(
+    cells: Sequence[Cell], a: SideSpec, b: SideSpec, settings: Settings, timeout_s: float
+) -> tuple[list[CellComparison], dict[str, Environment]]:
+    """Every cell on both sides (A is the baseline, B the candidate)."""
+    sides = {"baseline": prepare_side(a), "candidate": prepare_side(b)}
+    comparisons = []
+    for index, cell in enumerate(cells):
+        print(f"[{index + 1}/{len(cells)}] {cell.label}: comparing", file=sys.stderr)
+        scenario = shortest(cell.scenario, cell.source)
+        rule = BaselineRule(
+            scenario, cell.backend, cell.size, settings.delta, settings.floor_s, cell.dtype
+        )
+        seed = settings.seed + 2 * index
+        comparisons.append(compare_cell(rule, sides, settings, seed, timeout_s))
+    return comparisons, sides
+
+
 def compare_cell(
     rule: BaselineRule,
     sides: Mapping[str, Environment],
-    settings: Mapping[str, Any],
+    settings: Settings,
     seed: int,
     timeout_s: float,
     root: Path = CANDIDATE_ROOT,
@@ -92,7 +146,7 @@ def compare_cell(
             detail = "confirmed by a re-run in fresh processes"
             blocks = {side: blocks[side] + again[side] for side in blocks}
     ratios = _ratios(blocks)
-    low, high = median_interval(ratios, settings["confidence"], seed)
+    low, high = median_interval(ratios, settings.confidence, seed)
     difference = slower.difference_s
     detail = (
         f"difference {difference * 1e6:+.1f} us; " + detail
@@ -149,86 +203,3 @@ def _by_kind(counts: Mapping[str, float]) -> dict[str, float]:
         kind = NUMBERED.sub("", name)
         out[kind] = out.get(kind, 0) + value
     return out
-
-
-def _number(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
-
-
-def frame(comparisons: Sequence[CellComparison]):
-    """One row per cell, formatted for the reports (pandas)."""
-    import pandas as pd
-
-    rows = []
-    for c in comparisons:
-        changed = "; ".join(
-            f"{key} {_number(a)} -> {_number(b)}" for key, (a, b) in c.counts.items()
-        ) or ("none" if not c.count_errors else "-")
-        rows.append(
-            {
-                "cell": c.cell,
-                "B / A": f"{c.ratio:.3f}",
-                "interval": f"{c.low:.3f}-{c.high:.3f}",
-                "verdict": c.verdict,
-                "counts that changed (A -> B)": changed,
-                "notes": "; ".join(x for x in (c.detail, *c.count_errors) if x),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _changes(comparisons: Sequence[CellComparison], top: int) -> list[tuple[str, list[str]]]:
-    out = []
-    for c in comparisons:
-        if c.breakdown:
-            ranked = sorted(c.breakdown.items(), key=lambda item: -abs(item[1][1] - item[1][0]))
-            lines = [f"{name}: {_number(a)} -> {_number(b)}" for name, (a, b) in ranked[:top]]
-            if len(ranked) > top:
-                lines.append(f"... and {len(ranked) - top} more")
-            out.append((f"What changed in {c.cell} (per call, A -> B; largest first):", lines))
-    return out
-
-
-def _heading(comparisons, sides, confidence, delta) -> tuple[str, list[str], str]:
-    slower = [c for c in comparisons if c.verdict == SLOWER]
-    head = f"B slower on {len(slower)} of {len(comparisons)} cells" if slower else "passed"
-    described = [
-        f"{name} = {env.describe()}"
-        for name, env in zip("AB", (sides["baseline"], sides["candidate"]), strict=True)
-    ]
-    legend = (
-        f"B / A: ratio of the per-block medians (interleaved blocks), its {confidence:.0%} "
-        f"interval, and the verdict (a change beyond {delta:.0%} must show twice, in fresh "
-        "processes); counts per call from a counts-only worker on each side."
-    )
-    return f"scanbench compare: {head}", described, legend
-
-
-def markdown(comparisons, sides, confidence: float, delta: float, top: int = 8) -> str:
-    """The comparison as markdown: sides, one row per cell, then what changed per cell."""
-    title, described, legend = _heading(comparisons, sides, confidence, delta)
-    lines = [f"## {title}", "", *(f"- {line}" for line in described), "", legend, ""]
-    lines += [frame(comparisons).to_markdown(index=False, disable_numparse=True), ""]
-    for caption, changes in _changes(comparisons, top):
-        lines += [caption, "", *(f"- {line}" for line in changes), ""]
-    return "\n".join(lines)
-
-
-def html(comparisons, sides, confidence: float, delta: float, top: int = 8) -> str:
-    """The same as a self-contained HTML page."""
-    from html import escape
-
-    title, described, legend = _heading(comparisons, sides, confidence, delta)
-    body = [f"<h1>{escape(title)}</h1><ul>"]
-    body += [f"<li>{escape(line)}</li>" for line in described]
-    body += [f"</ul><p>{escape(legend)}</p>", frame(comparisons).to_html(index=False)]
-    for caption, changes in _changes(comparisons, top):
-        body += [f"<p>{escape(caption)}</p><ul>"]
-        body += [f"<li>{escape(line)}</li>" for line in changes] + ["</ul>"]
-    style = "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>scanbench '
-        f"compare</title><style>{style}</style></head><body>{''.join(body)}</body></html>"
-    )

@@ -4,7 +4,7 @@ Run by path with the *candidate's* copy of this file, against the code under ``R
 (the candidate checkout, or the baseline's git worktree), so that both sides are timed by
 the same loop and only the measured code differs::
 
-    python harness/serve.py ROOT SPEC_JSON
+    python harness/gate/serve.py ROOT SPEC_JSON
 
 It loads the scenario's source with ROOT's ``harness.sources`` (only the public Scenario /
 Backend API, so older revisions work; one from before sources is asked by name),
@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent  # the candidate's harness
+HERE = Path(__file__).resolve().parents[1]  # the candidate's harness/
 
 
 def _candidate(name: str):

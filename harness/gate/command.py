@@ -15,13 +15,19 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import tomli_w
 
 from harness.api import InputError, Record
-from harness.gate import Verdict, check_counts, check_invariants, count_expectation
-from harness.gate_rules import Gates
-from harness.interleave import CANDIDATE_ROOT, Side, compare, worktree
+from harness.gate.decide import (
+    Calibration,
+    Outcome,
+    Verdict,
+    check_counts,
+    check_invariants,
+    count_expectation,
+)
+from harness.gate.interleave import CANDIDATE_ROOT, Side, compare, worktree
+from harness.gate.rules import Gates
 from harness.selection import Cell, cell
 from harness.sources import catalogue, load
 from harness.store import write_text_atomic
@@ -71,18 +77,18 @@ def rules_and_invariants(
     settings = gates.settings
     return [
         *check_counts(counts, records),
-        *check_invariants(invariants, records, settings["confidence"], settings["seed"]),
+        *check_invariants(invariants, records, settings.confidence, settings.seed),
     ]
 
 
 def update_counts(gates: Gates, timeout_s: float) -> Path:
     """Measure every backend's counts at ``count_size`` and write the counts file."""
-    excluded = set(gates.settings["count_exclude"])
+    excluded = set(gates.settings.count_exclude)
     cells = {}
     for name, source in catalogue().items():
         scenario = load(source)
         for backend in scenario.backends.values():
-            size = gates.settings["count_size"]
+            size = gates.settings.count_size
             if f"{name}/{backend.name}" not in excluded and backend.runs_at(size):
                 cells[Cell(name, backend.name, size, scenario.dtypes[0], 0, source)] = False
     records = _measure(cells, timeout_s)
@@ -104,52 +110,6 @@ def against(gates: Gates, revision: str, timeout_s: float) -> list[Verdict]:
         return compare(gates.baselines, sides, gates.settings, timeout_s)
 
 
-@dataclasses.dataclass(frozen=True)
-class Calibration:
-    """How often identical code (or code slowed by ``slowdown``) failed the gate."""
-
-    repetitions: int
-    slowdown: float
-    failing_repetitions: int
-    verdicts: tuple[tuple[Verdict, ...], ...]
-
-    def markdown(self) -> str:
-        rate = self.failing_repetitions / self.repetitions
-        what = (
-            "false alarms (identical code on both sides)"
-            if self.slowdown == 1.0
-            else f"detections of an injected {self.slowdown:g}x slowdown"
-        )
-        lines = [
-            "## scanbench gate calibration",
-            "",
-            f"{what}: **{self.failing_repetitions} of {self.repetitions}** repetitions "
-            f"({rate:.0%}); each repetition = every [[baseline]] rule, interleaved, with "
-            "fresh workers and its own seed.",
-            "",
-            "| rule | repetitions failing | first measurement suspect (before confirmation) "
-            "| smallest detectable slowdown (median over repetitions) |",
-            "| --- | --- | --- | --- |",
-        ]
-        for rule in dict.fromkeys(v.rule for verdicts in self.verdicts for v in verdicts):
-            mine = [v for verdicts in self.verdicts for v in verdicts if v.rule == rule]
-            failing = sum(v.outcome == "fail" for v in mine)
-            suspect = sum(len(v.measurements) > 1 for v in mine)
-            detectable = [v.measurements[0].detectable for v in mine if v.measurements]
-            smallest = f"{float(np.median(detectable)):.3f}x" if detectable else "-"
-            lines.append(
-                f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} | {smallest} |"
-            )
-        lines += [
-            "",
-            "| repetition | rule | outcome | numbers |",
-            "| --- | --- | --- | --- |",
-        ]
-        for index, verdicts in enumerate(self.verdicts):
-            lines += [f"| {index} | {v.rule} | {v.outcome} | {v.detail} |" for v in verdicts]
-        return "\n".join([*lines, ""])
-
-
 def calibrate(
     gates: Gates,
     repetitions: int,
@@ -164,5 +124,5 @@ def calibrate(
         tuple(compare(gates.baselines, sides, gates.settings, timeout_s, rep))
         for rep in range(repetitions)
     )
-    failing = sum(any(v.outcome == "fail" for v in verdicts) for verdicts in runs)
+    failing = sum(any(v.outcome == Outcome.FAIL for v in verdicts) for verdicts in runs)
     return Calibration(repetitions, slowdown, failing, runs)

@@ -1,0 +1,237 @@
+"""The gate's text, written once from its structured verdicts: the gate's markdown
+section, the calibration table (``--aa``) and the environment A/B (``scanbench compare``)
+as markdown and HTML. Nothing here decides anything (`harness.gate.decide` does)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from harness.counts import KEYS
+from harness.gate.decide import (
+    BaselineFinding,
+    Calibration,
+    CountFinding,
+    Outcome,
+    PairedDecision,
+    RatioFinding,
+    Verdict,
+)
+
+ORDER = {Outcome.FAIL: 0, Outcome.INCONCLUSIVE: 1, Outcome.PASS: 2}
+
+
+def _count_problem(finding: CountFinding) -> str:
+    if finding.value is None:
+        return f"{finding.key}: no number ({finding.missing})"
+    text = f"{finding.key} {finding.value:g} > {finding.limit:g} expected"
+    if finding.grown:
+        grown = [f"{name} {before:g} -> {after:g}" for name, before, after in finding.grown[:5]]
+        return f"{text}; grew: {', '.join(grown)}"
+    if KEYS[finding.key].breakdown is not None:
+        return f"{text}; grew: (breakdown unchanged)"
+    return f"{text}; `scanbench profile` shows where the transfers happen"
+
+
+def _counts(findings: Sequence[CountFinding]) -> str:
+    problems = [_count_problem(f) for f in findings if f.exceeded]
+    if problems:
+        return "; ".join(problems)
+    text = ", ".join(f"{f.key} {f.value:g}" for f in findings)
+    fewer = [f"{f.key} {f.limit:g} -> {f.value:g}" for f in findings if f.fewer]
+    if fewer:
+        text += f" (fewer than expected: {', '.join(fewer)}; --update-counts locks it in)"
+    return text
+
+
+def _ratio(finding: RatioFinding) -> str:
+    relation = "<=" if finding.at_most else ">="
+    text = (
+        f"ratio {finding.point:.2f}x, {finding.confidence:.0%} CI [{finding.low:.2f}, "
+        f"{finding.high:.2f}] vs {relation} {finding.threshold:g}x "
+        f"({finding.slower_samples} and {finding.faster_samples} samples)"
+    )
+    return text + (f"; why: {finding.why}" if finding.why else "")
+
+
+def paired(decision: PairedDecision, delta: float, floor_s: float, confidence: float) -> str:
+    """One interleaved measurement of a baseline comparison."""
+    return (
+        f"candidate/baseline {decision.ratio:.3f}x, {confidence:.0%} lower bound "
+        f"{decision.low:.3f} vs {1 + delta:.2f}; difference "
+        f"{decision.difference_s * 1e6:+.1f} us (floor {floor_s * 1e6:g} us); "
+        f"detects slowdowns from {decision.detectable:.3f}x"
+    )
+
+
+def _baseline(finding: BaselineFinding) -> str:
+    first, *again = finding.measurements
+    text = paired(first, finding.delta, finding.floor_s, finding.confidence)
+    if again:
+        text += "; confirming re-run: " + paired(
+            again[0], finding.delta, finding.floor_s, finding.confidence
+        )
+        if not finding.confirmed:
+            text += " (not confirmed)"
+    return text
+
+
+def describe(verdict: Verdict) -> str:
+    """The numbers behind one verdict, as one line."""
+    parts = [verdict.reason] if verdict.reason else []
+    if verdict.counts:
+        parts.append(_counts(verdict.counts))
+    if verdict.ratio is not None:
+        parts.append(_ratio(verdict.ratio))
+    if verdict.baseline is not None:
+        parts.append(_baseline(verdict.baseline))
+    return "; ".join(parts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(verdicts: Sequence[Verdict], title: str = "scanbench gate") -> str:
+    """One section: the overall result, then a table of every rule (failures first)."""
+    failed = [v for v in verdicts if v.outcome == Outcome.FAIL]
+    unsure = [v for v in verdicts if v.outcome == Outcome.INCONCLUSIVE]
+    head = "FAILED" if failed else "passed"
+    summary = f"{len(verdicts)} rules: {len(failed)} failed, {len(unsure)} inconclusive"
+    lines = [f"## {title}: {head}", "", summary, ""]
+    if verdicts:
+        lines += ["| outcome | kind | rule | numbers |", "| --- | --- | --- | --- |"]
+        for v in sorted(verdicts, key=lambda v: ORDER[v.outcome]):
+            lines.append(f"| {v.outcome} | {v.kind} | {v.rule} | {_cell(describe(v))} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def calibration_markdown(calibration: Calibration) -> str:
+    """The false-alarm (or detection) rate, per rule with the smallest slowdown each
+    measurement could detect, then every repetition."""
+    rate = calibration.failing_repetitions / calibration.repetitions
+    what = (
+        "false alarms (identical code on both sides)"
+        if calibration.slowdown == 1.0
+        else f"detections of an injected {calibration.slowdown:g}x slowdown"
+    )
+    lines = [
+        "## scanbench gate calibration",
+        "",
+        f"{what}: **{calibration.failing_repetitions} of {calibration.repetitions}** "
+        f"repetitions ({rate:.0%}); each repetition = every [[baseline]] rule, interleaved, "
+        "with fresh workers and its own seed.",
+        "",
+        "| rule | repetitions failing | first measurement suspect (before confirmation) "
+        "| smallest detectable slowdown (median over repetitions) |",
+        "| --- | --- | --- | --- |",
+    ]
+    everything = [v for verdicts in calibration.verdicts for v in verdicts]
+    for rule in dict.fromkeys(v.rule for v in everything):
+        mine = [v for v in everything if v.rule == rule]
+        failing = sum(v.outcome == Outcome.FAIL for v in mine)
+        findings = [v.baseline for v in mine if v.baseline is not None]
+        suspect = sum(finding.measurements[0].suspect for finding in findings)
+        detectable = [finding.measurements[0].detectable for finding in findings]
+        smallest = f"{float(np.median(detectable)):.3f}x" if detectable else "-"
+        lines.append(
+            f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} | {smallest} |"
+        )
+    lines += ["", "| repetition | rule | outcome | numbers |", "| --- | --- | --- | --- |"]
+    for index, verdicts in enumerate(calibration.verdicts):
+        lines += [f"| {index} | {v.rule} | {v.outcome} | {_cell(describe(v))} |" for v in verdicts]
+    return "\n".join([*lines, ""])
+
+
+# ------------------------------------------------------------ environment A/B
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def comparison_frame(comparisons: Sequence[Any]):
+    """One row per cell of `harness.gate.compare.CellComparison` (pandas)."""
+    import pandas as pd
+
+    rows = []
+    for c in comparisons:
+        changed = "; ".join(
+            f"{key} {_number(a)} -> {_number(b)}" for key, (a, b) in c.counts.items()
+        ) or ("none" if not c.count_errors else "-")
+        rows.append(
+            {
+                "cell": c.cell,
+                "B / A": f"{c.ratio:.3f}",
+                "interval": f"{c.low:.3f}-{c.high:.3f}",
+                "verdict": str(c.verdict),
+                "counts that changed (A -> B)": changed,
+                "notes": "; ".join(x for x in (c.detail, *c.count_errors) if x),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _changes(comparisons: Sequence[Any], top: int) -> list[tuple[str, list[str]]]:
+    out = []
+    for c in comparisons:
+        if c.breakdown:
+            ranked = sorted(c.breakdown.items(), key=lambda item: -abs(item[1][1] - item[1][0]))
+            lines = [f"{name}: {_number(a)} -> {_number(b)}" for name, (a, b) in ranked[:top]]
+            if len(ranked) > top:
+                lines.append(f"... and {len(ranked) - top} more")
+            out.append((f"What changed in {c.cell} (per call, A -> B; largest first):", lines))
+    return out
+
+
+def _heading(
+    comparisons: Sequence[Any], sides: Mapping[str, Any], confidence: float, delta: float
+) -> tuple[str, list[str], str]:
+    slower = [c for c in comparisons if c.verdict == "slower"]
+    head = f"B slower on {len(slower)} of {len(comparisons)} cells" if slower else "passed"
+    described = [
+        f"{name} = {env.describe()}"
+        for name, env in zip("AB", (sides["baseline"], sides["candidate"]), strict=True)
+    ]
+    legend = (
+        f"B / A: ratio of the per-block medians (interleaved blocks), its {confidence:.0%} "
+        f"interval, and the verdict (a change beyond {delta:.0%} must show twice, in fresh "
+        "processes); counts per call from a counts-only worker on each side."
+    )
+    return f"scanbench compare: {head}", described, legend
+
+
+def comparison_markdown(
+    comparisons: Sequence[Any], sides: Mapping[str, Any], confidence: float, delta: float, top=8
+) -> str:
+    """The A/B as markdown: sides, one row per cell, then what changed per cell."""
+    title, described, legend = _heading(comparisons, sides, confidence, delta)
+    lines = [f"## {title}", "", *(f"- {line}" for line in described), "", legend, ""]
+    lines += [comparison_frame(comparisons).to_markdown(index=False, disable_numparse=True), ""]
+    for caption, changes in _changes(comparisons, top):
+        lines += [caption, "", *(f"- {line}" for line in changes), ""]
+    return "\n".join(lines)
+
+
+def comparison_html(
+    comparisons: Sequence[Any], sides: Mapping[str, Any], confidence: float, delta: float, top=8
+) -> str:
+    """The same as a self-contained HTML page."""
+    title, described, legend = _heading(comparisons, sides, confidence, delta)
+    body = [f"<h1>{escape(title)}</h1><ul>"]
+    body += [f"<li>{escape(line)}</li>" for line in described]
+    body += [f"</ul><p>{escape(legend)}</p>", comparison_frame(comparisons).to_html(index=False)]
+    for caption, changes in _changes(comparisons, top):
+        body += [f"<p>{escape(caption)}</p><ul>"]
+        body += [f"<li>{escape(line)}</li>" for line in changes] + ["</ul>"]
+    style = "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>scanbench '
+        f"compare</title><style>{style}</style></head><body>{''.join(body)}</body></html>"
+    )
