@@ -1,7 +1,9 @@
-"""``scanbench list | run | profile | report | gate``.
+"""``scanbench list | run | profile | report | gate | compare``: parse, call, write.
 
-Every error of scanbench's own (unknown names, bad values, unreadable results files) is
-printed as one line on stderr with exit code 2, never as a traceback.
+Each command parses its arguments, calls the harness (`harness.runner`, `harness.gate`,
+...) and writes what it returns (results, reports, text); nothing is assembled or
+formatted here. Every error of scanbench's own (unknown names, bad values, unreadable
+results files) is printed as one line on stderr with exit code 2, never as a traceback.
 """
 
 from __future__ import annotations
@@ -16,11 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.api import DTYPES, Counts, HarnessError, InputError
-from harness.journal import journal_path
-from harness.run import Plan
-from harness.selection import select
-from harness.sources import catalogue, file_source, load
-from harness.store import Run, load_run
+from harness.sources import file_source
+from harness.store import Run, load_run, write_text_atomic
 from harness.timing import TimingConfig
 
 SEED_LIMIT = 2**32  # jax.random.key and NumPy's generators both accept 0 .. 2**32 - 1
@@ -60,6 +59,28 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _cell_options(default_size: str, sizes_help: str) -> argparse.ArgumentParser:
+    """The options that name cells, shared by run, profile and compare."""
+    cells = argparse.ArgumentParser(add_help=False)
+    cells.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        help="a scenario name or source (MODULE:ATTR, PATH.py:ATTR); repeatable",
+    )
+    cells.add_argument("--scenario-file", help="a Python file defining SCENARIO (your workload)")
+    cells.add_argument("--backend", action="append", default=[], help="repeatable")
+    cells.add_argument("--size", default=default_size, help=sizes_help)
+    cells.add_argument("--dtype", help=f"one of {', '.join(DTYPES)}; default per scenario")
+    cells.add_argument(
+        "--seed",
+        type=_number(int, "--seed", 0, SEED_LIMIT, low_open=False),
+        default=0,
+        help="input seed, 0 .. 2**32 - 1 (default 0)",
+    )
+    return cells
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="scanbench",
@@ -71,21 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="scenarios, their backends and sizes")
     listing.add_argument("--scenario-file", help="also list the SCENARIO in this file")
 
-    run = commands.add_parser("run", help="run cells and store a results JSON file")
-    run.add_argument("--scenario", action="append", default=[], help="repeatable; default all")
-    run.add_argument("--scenario-file", help="a Python file defining SCENARIO (your workload)")
-    run.add_argument("--backend", action="append", default=[], help="repeatable; default all")
-    run.add_argument(
-        "--size",
-        default="default",
-        help="size name, or several separated by commas, e.g. smoke,default (default: default)",
-    )
-    run.add_argument("--dtype", help=f"one of {', '.join(DTYPES)}; default per scenario")
-    run.add_argument(
-        "--seed",
-        type=_number(int, "--seed", 0, SEED_LIMIT, low_open=False),
-        default=0,
-        help="input seed, 0 .. 2**32 - 1 (default 0)",
+    run = commands.add_parser(
+        "run",
+        help="run cells and store a results JSON file",
+        parents=[
+            _cell_options(
+                "default",
+                "size name, or several separated by commas, e.g. smoke,default (default: default)",
+            )
+        ],
     )
     run.add_argument(
         "--max-time",
@@ -162,15 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     profile = commands.add_parser(
-        "profile", help="write a Perfetto/XProf trace of one cell and summarise its counts"
-    )
-    profile.add_argument("--scenario", help="a scenario name or source (MODULE:ATTR)")
-    profile.add_argument("--scenario-file", help="a Python file defining SCENARIO")
-    profile.add_argument("--backend", required=True)
-    profile.add_argument("--size", default="smoke")
-    profile.add_argument("--dtype")
-    profile.add_argument(
-        "--seed", type=_number(int, "--seed", 0, SEED_LIMIT, low_open=False), default=0
+        "profile",
+        help="write a Perfetto/XProf trace of one cell and summarise its counts",
+        parents=[_cell_options("smoke", "size name (default: smoke)")],
     )
     profile.add_argument("--out", help="trace directory (default results/profile-<cell>)")
     profile.add_argument("--top", type=int, default=10, help="kernels to list (default 10)")
@@ -216,12 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Time the selected cells in two environments A and B, interleaved in "
         "randomized blocks (the gate's method), and compare their counts. Exit 1 when a cell "
         "is significantly slower on B.",
+        parents=[_cell_options("smoke", "one size name (default: smoke)")],
     )
-    compare.add_argument("--scenario", action="append", default=[], help="repeatable")
-    compare.add_argument("--backend", action="append", default=[], help="repeatable")
-    compare.add_argument("--size", default="smoke", help="one size name (default: smoke)")
-    compare.add_argument("--dtype", help="default: each scenario's first dtype")
-    compare.add_argument("--scenario-file", help="a Python file defining SCENARIO")
     for side in ("a", "b"):
         name = side.upper()
         compare.add_argument(
@@ -256,80 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _scenarios(args: argparse.Namespace) -> list[str]:
     """The scenarios named: catalogue names or sources, and ``--scenario-file``'s."""
-    named = args.scenario if isinstance(args.scenario, list) else [args.scenario]
-    named = [name for name in named if name]
-    return named + ([file_source(args.scenario_file)] if args.scenario_file else [])
-
-
-def _compare(args: argparse.Namespace) -> int:
-    from harness.gate.compare import Change, SideSpec, compare_environments
-    from harness.gate.environments import parse_assignments
-    from harness.gate.render import comparison_html, comparison_markdown
-    from harness.gate.rules import load_gates
-    from harness.store import write_text_atomic
-
-    cells = select(_scenarios(args), args.backend, args.size, args.dtype, 0)
-    settings = load_gates(args.gates).settings
-    if args.blocks:
-        settings = dataclasses.replace(settings, blocks=args.blocks)
-    a, b = (
-        SideSpec(
-            side.upper(),
-            getattr(args, f"{side}_python"),
-            tuple(getattr(args, f"{side}_requirements")),
-            parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env"),
-        )
-        for side in ("a", "b")
-    )
-    comparisons, sides = compare_environments(cells, a, b, settings, args.timeout)
-    text = comparison_markdown(comparisons, sides, settings.confidence, settings.delta)
-    print(text)
-    if args.md:
-        write_text_atomic(args.md, text)
-    if args.html:
-        page = comparison_html(comparisons, sides, settings.confidence, settings.delta)
-        write_text_atomic(args.html, page)
-    return 1 if any(c.verdict == Change.SLOWER for c in comparisons) else 0
-
-
-def _list(args: argparse.Namespace) -> int:
-    scenarios = [load(source) for source in catalogue().values()]
-    if args.scenario_file:
-        scenarios.append(load(file_source(args.scenario_file)))
-    for scenario in scenarios:
-        print(f"{scenario.name}: {scenario.description}")
-        print(f"  dtypes: {', '.join(scenario.dtypes)} (default {scenario.dtypes[0]})")
-        print("  sizes:")
-        for size in scenario.sizes.values():
-            params = ", ".join(
-                f"{k}={v:_}" if isinstance(v, int) else f"{k}={v}" for k, v in size.params.items()
-            )
-            note = f"  ({size.description})" if size.description else ""
-            print(f"    {size.name:<10} {params}{note}")
-        print("  backends:")
-        for backend in scenario.backends.values():
-            only = f" [only at: {', '.join(sorted(backend.sizes))}]" if backend.sizes else ""
-            print(
-                f"    {backend.name:<32} {backend.strategy!s:<10} {backend.engine:<6} "
-                f"{backend.description}{only}"
-            )
-    return 0
-
-
-def _write_reports(runs: list[Run], apart: list, md: str | None, html: str | None, **kw) -> str:
-    """Render the markdown report (returned) and write it and the HTML report where asked."""
-    from harness.store import write_text_atomic
-    from reports import html as html_report
-    from reports import markdown as markdown_report
-
-    markdown = markdown_report.render(runs, apart, **kw)
-    if md:
-        write_text_atomic(md, markdown)
-        print(f"report: {md}", file=sys.stderr)
-    if html:
-        write_text_atomic(html, html_report.render(runs, apart, **kw))
-        print(f"report: {html}", file=sys.stderr)
-    return markdown
+    return [*args.scenario, *([file_source(args.scenario_file)] if args.scenario_file else [])]
 
 
 def _comma_list(text: str, option: str, parse: type, what: str) -> list:
@@ -344,27 +276,49 @@ def _comma_list(text: str, option: str, parse: type, what: str) -> list:
     return values
 
 
-def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
-    """The cells and timing settings of a new run, and the invocation to store."""
+def _write_reports(runs: Sequence[Run], apart: Sequence, md: str | None, html: str | None, **kw):
+    """Build the report once; write its markdown (returned) and HTML where asked."""
+    from reports import html as html_report
+    from reports import markdown as markdown_report
+    from reports.model import build
+
+    report = build(runs, apart, **kw)
+    markdown = markdown_report.render(report)
+    if md:
+        write_text_atomic(md, markdown)
+        print(f"report: {md}", file=sys.stderr)
+    if html:
+        write_text_atomic(html, html_report.render(report))
+        print(f"report: {html}", file=sys.stderr)
+    return markdown
+
+
+def _list(args: argparse.Namespace) -> int:
+    from harness.sources import catalogue, load
+    from reports.listing import render
+
+    scenarios = [load(source) for source in catalogue().values()]
+    if args.scenario_file:
+        scenarios.append(load(file_source(args.scenario_file)))
+    print(render(scenarios))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness import runner
     from harness.sharding.distributed import distributed_settings
 
-    if args.count_parts and args.no_probes:
-        raise InputError(
-            "--count-parts stores parts of the counts, which --no-probes skips; drop one"
-        )
+    if args.resume:
+        return _finish(runner.resume(Path(args.resume), args.force), Path(args.resume), args)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"results/run-{stamp}.json")
     sizes = _comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")
-    device_counts = (
+    devices = (
         [None]
         if args.devices is None
         else _comma_list(args.devices, "--devices", int, "device counts >= 1 (e.g. 1,2,4,8)")
     )
     os.environ.update(distributed_settings(args.coordinator, args.num_processes, args.process_id))
-    cells = [
-        dataclasses.replace(cell, devices=devices)
-        for size in sizes
-        for cell in select(_scenarios(args), args.backend, size, args.dtype, args.seed)
-        for devices in device_counts
-    ]
     timing = TimingConfig(
         warmup=args.warmup,
         min_time_s=args.min_time,
@@ -372,51 +326,24 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, dict]:
         max_time_s=args.max_time,
         target_width=args.target_width,
     )
-    plan = Plan(tuple(cells), timing, args.timeout, not args.no_probes, args.count_parts)
-    scenarios = {cell.scenario: load(cell.source) for cell in cells}
-    invocation = {
-        "argv": sys.argv[1:],
-        "sizes": sizes,
-        "devices": device_counts,
-        "seed": args.seed,
-        **plan.to_json(),
-        "throughput_units": {name: s.throughput_unit for name, s in scenarios.items()},
-        "baselines": {name: s.baseline_backend for name, s in scenarios.items()},
-    }
-    return plan, invocation
-
-
-def _run(args: argparse.Namespace) -> int:
-    from harness.interrupts import Interrupted
-    from harness.run import Progress, check_outputs, execute
-    from harness.runner import collect_environment
-
-    if args.resume:
-        return _resume(args)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or f"results/run-{stamp}.json")
-    plan, invocation = _plan(args)
-    check_outputs(out, [args.md, args.html], args.force)
-    progress = Progress(out, len(plan.cells))
-    try:
-        environment = collect_environment()
-        run = execute(plan, out, environment, invocation, progress=progress)
-    except Interrupted as stop:
-        return _interrupted(stop, progress)
+    plan, invocation = runner.plan(
+        _scenarios(args),
+        args.backend,
+        sizes,
+        args.dtype,
+        args.seed,
+        devices,
+        timing,
+        args.timeout,
+        probes=not args.no_probes,
+        count_parts=args.count_parts,
+    )
+    run = runner.start(plan, invocation, out, [args.md, args.html], args.force)
     return _finish(run, out, args)
 
 
-def _interrupted(stop, progress) -> int:
-    print(
-        f"interrupted: {progress.saved} of {progress.total} cells saved in {progress.out}; "
-        f"continue with `scanbench run --resume {progress.out}`",
-        file=sys.stderr,
-    )
-    return stop.exit_code
-
-
 def _finish(run: Run, out: Path, args: argparse.Namespace) -> int:
-    stored = load_run(out)  # the report reads what was stored, nothing else
+    stored = load_run(out) if out.exists() else run  # reports read what was stored
     markdown = _write_reports([stored], [], args.md, args.html)
     if not args.quiet:
         print(markdown)
@@ -425,90 +352,22 @@ def _finish(run: Run, out: Path, args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _resume(args: argparse.Namespace) -> int:
-    """`scanbench run --resume PATH`: the missing cells of an interrupted run."""
-    from harness.interrupts import Interrupted
-    from harness.run import Plan, Progress, differences, execute, load_interrupted
-    from harness.runner import collect_environment
-
-    out = Path(args.resume)
-    if not out.exists() and not journal_path(out).exists():
-        raise InputError(f"--resume {str(out)!r}: no such results file or journal")
-    environment, invocation, records = load_interrupted(out)
-    plan = Plan.from_invocation(invocation, out)
-    missing = len({c.key for c in plan.cells} - {r.key for r in records})
-    if not missing:
-        print(f"nothing to resume: all {len(plan.cells)} cells are in {out}", file=sys.stderr)
-        return _finish(Run(environment, invocation, tuple(records)), out, args)
-    current = collect_environment()
-    changed = differences(environment, current)
-    if changed and not args.force:
-        raise InputError(
-            f"cannot resume {out}: the code or environment differs from when it started "
-            f"({'; '.join(changed)}); --force resumes anyway"
-        )
-    if changed:
-        invocation = {**invocation, "resumed_with_differences": changed}
-    progress = Progress(out, len(plan.cells))
-    print(f"resuming {out}: {missing} of {len(plan.cells)} cells to run", file=sys.stderr)
-    try:
-        run = execute(plan, out, environment, invocation, records, progress)
-    except Interrupted as stop:
-        return _interrupted(stop, progress)
-    return _finish(run, out, args)
-
-
 def _profile(args: argparse.Namespace) -> int:
-    from harness.runner import profile_in_worker
-    from harness.units import format_seconds
+    from harness.launcher import profile_in_worker
+    from harness.selection import select
+    from reports.profile import render
 
     if not _scenarios(args):
         raise InputError("profile needs --scenario NAME (or a source) or --scenario-file PATH")
-    (cell,) = select(_scenarios(args), [args.backend], args.size, args.dtype, args.seed)
+    if len(args.backend) != 1:
+        raise InputError("profile traces one cell: give exactly one --backend")
+    (cell,) = select(_scenarios(args), args.backend, args.size, args.dtype, args.seed)
     out = Path(args.out or f"results/profile-{cell.scenario}-{cell.backend}-{cell.size}")
     out.mkdir(parents=True, exist_ok=True)
     counts = Counts.from_json(profile_in_worker(cell, str(out.resolve()), args.timeout))
-    trace = counts.trace
-    print(f"trace of one call of {cell.label}: {out}")
-    print("  XProf/TensorBoard: --logdir that directory; Perfetto: its perfetto_trace.json.gz")
     if "trace" in counts.errors:
-        raise HarnessError(f"the trace failed: {counts.errors['trace']}")
-    print(
-        f"dispatches: {trace['dispatches']}, executions: {trace['executions']}, "
-        f"kernels: {trace['kernels']}, device puts: {trace['device_puts']}"
-    )
-    print("dispatches by function:")
-    for name, count in trace["dispatches_by_function"].items():
-        print(f"  {count:>8}  {name}")
-    print(f"top {args.top} kernels by count:")
-    for name, count in list(trace["kernels_by_op"].items())[: args.top]:
-        print(f"  {count:>8}  {name}")
-    static = counts.static
-    if static.get("available"):
-        print(
-            f"static HLO estimate: {static['kernels']} kernels on this device, "
-            f"{static['launch_equivalent']} GPU launch equivalent"
-        )
-        for name, info in static["executables"].items():
-            for loop in info["loops"]:
-                print(
-                    f"  {name}: loop {loop['name']} x{loop['trip_count']}: "
-                    f"{loop['body_kernels']} kernels per iteration"
-                    + (" (one native kernel on CPU)" if loop["cpu_native"] else "")
-                )
-    transfers = counts.transfers
-    if transfers:
-        d2h = transfers["note"] or transfers["d2h"]
-        print(f"transfers: H2D {transfers['h2d']} ({transfers['h2d_bytes']} B logged), D2H {d2h}")
-    spans = counts.spans
-    if spans:
-        print(
-            f"device busy (under the profiler): {format_seconds(spans['device_busy_s'])} of "
-            f"the traced call's {format_seconds(spans['wall_s'])}, in kernels "
-            f"{format_seconds(spans['kernel_busy_s'])}; inline on the calling thread "
-            f"{format_seconds(spans['inline_busy_s'])}; host conversions: "
-            f"{spans['host_conversions']}"
-        )
+        raise HarnessError(f"the trace of {cell.label} failed: {counts.errors['trace']}")
+    print(render(counts, cell.label, str(out), args.top))
     return 0
 
 
@@ -533,7 +392,6 @@ def _gate(args: argparse.Namespace) -> int:
     from harness.gate.decide import failing
     from harness.gate.render import calibration_markdown, markdown
     from harness.gate.rules import load_gates
-    from harness.store import write_text_atomic
 
     gates = load_gates(args.gates)
     if args.inject_slowdown != 1.0 and not args.aa:
@@ -558,22 +416,60 @@ def _gate(args: argparse.Namespace) -> int:
     return 1 if failing(verdicts, args.strict) else 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from harness.gate.compare import Change, SideSpec, compare_environments
+    from harness.gate.environments import parse_assignments
+    from harness.gate.render import comparison_html, comparison_markdown
+    from harness.gate.rules import load_gates
+    from harness.selection import select
+
+    cells = select(_scenarios(args), args.backend, args.size, args.dtype, args.seed)
+    settings = load_gates(args.gates).settings
+    if args.blocks:
+        settings = dataclasses.replace(settings, blocks=args.blocks)
+    a, b = (
+        SideSpec(
+            side.upper(),
+            getattr(args, f"{side}_python"),
+            tuple(getattr(args, f"{side}_requirements")),
+            parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env"),
+        )
+        for side in ("a", "b")
+    )
+    comparisons, sides = compare_environments(cells, a, b, settings, args.timeout)
+    text = comparison_markdown(comparisons, sides, settings.confidence, settings.delta)
+    print(text)
+    if args.md:
+        write_text_atomic(args.md, text)
+    if args.html:
+        page = comparison_html(comparisons, sides, settings.confidence, settings.delta)
+        write_text_atomic(args.html, page)
+    return 1 if any(c.verdict == Change.SLOWER for c in comparisons) else 0
+
+
+COMMANDS = {
+    "list": _list,
+    "run": _run,
+    "profile": _profile,
+    "report": _report,
+    "gate": _gate,
+    "compare": _compare,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from harness.interrupts import Interrupted
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
         return int(stop.code or 0)
     try:
-        commands = {
-            "list": _list,
-            "run": _run,
-            "profile": _profile,
-            "report": _report,
-            "gate": _gate,
-            "compare": _compare,
-        }
-        return commands[args.command](args)
+        return COMMANDS[args.command](args)
+    except Interrupted as stop:  # what was finished is saved; the message says where
+        print(str(stop), file=sys.stderr)
+        return stop.exit_code
     except HarnessError as error:
         print(f"scanbench: error: {error}", file=sys.stderr)
         return 2

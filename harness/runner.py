@@ -1,334 +1,309 @@
-"""Run cells, each in a fresh worker process with a timeout.
+"""A whole run: ``run(plan) -> Run``. Cells in workers (`harness.launcher`), each
+finished cell journaled durably, the results file rewritten (atomically) after every
+cell, interruptible and resumable.
 
-A crash, a timeout or a mismatch in one cell becomes a failed record with its error and
-the other cells still run. Progress is shown with rich on a terminal, as plain lines
-otherwise.
+`plan` turns what the user named into cells and timing settings, loading each scenario
+once (its facts - source, throughput unit, baseline - are stored with the run, so reports
+never load a scenario); `start` checks the outputs before anything runs (a results file
+is never overwritten without ``force``, the folder must be writable), collects the
+environment and runs the plan; `resume` reopens an interrupted run from its journal (or
+results file) after checking that the code and environment are those it was started
+with. Both raise `Stopped` (with what was saved) on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
+import functools
 import os
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.api import HarnessError, Record
-from harness.decomposition import decompose
-from harness.heartbeat import PROGRESS_FILE, heartbeat
-from harness.interference import (
-    LoadSamples,
-    assess,
-    calibration_probe,
-    cpu_times,
-    load_average,
-    sample_load,
-)
-from harness.processes import run_worker_process, stderr_tail
-from harness.selection import Cell, scenario_of
-from harness.sharding.distributed import environ_for
-from harness.statistics import summarize_scaled
+from harness.api import InputError, Record, StoreError
+from harness.interrupts import Interrupted, signals_raise
+from harness.journal import Journal, journal_path, read_journal
+from harness.launcher import collect_environment, emit, measure_cell, run_cells
+from harness.selection import Cell, select
+from harness.sources import file_source, load
+from harness.store import Run, ScenarioFacts, load_run, write_run
 from harness.timing import TimingConfig
-from harness.units import format_duration, format_seconds
-from harness.worker import cell_spec
+
+# environment keys that must match for a run to be resumed (else --force)
+RESUME_MUST_MATCH = (
+    "git_commit",
+    "versions",
+    "platform",
+    "device_kind",
+    "device_count",
+    "cpu_model",
+    "hostname",
+    "xla_flags",
+)
 
 
-def _worker_command(*args: str, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "harness.worker", *args]
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a run measures and how, as stored in its invocation (so it can be resumed)."""
 
+    cells: tuple[Cell, ...]
+    timing: TimingConfig
+    timeout_s: float
+    probes: bool
+    count_parts: bool = False  # see harness.worker.run_cell
 
-def _run_worker(
-    args: list[str],
-    out: Path,
-    timeout_s: float,
-    environ: dict[str, str] | None = None,
-    load: LoadSamples | None = None,
-    beat: tuple[str, Callable[[str], None]] | None = None,
-    python: str | None = None,
-) -> tuple[Any, str | None]:
-    """Run a worker; return (parsed output or None, error message or None). With
-    ``load``, the machine's runnable tasks are sampled into it while the worker runs;
-    with ``beat = (label, emit)``, a heartbeat line is emitted every 30 s."""
-    env = dict(environ if environ is not None else os.environ, PYTHONUNBUFFERED="1")
-
-    @contextlib.contextmanager
-    def while_running(pid: int):
-        with contextlib.ExitStack() as stack:
-            if load is not None:
-                stack.enter_context(sample_load(pid, load))
-            if beat is not None:
-                stack.enter_context(heartbeat(beat[0], out.parent / PROGRESS_FILE, beat[1]))
-            yield
-
-    command = _worker_command(*args, python=python)
-    finished = run_worker_process(command, env, timeout_s, while_running)
-    error = finished.failure(timeout_s)
-    if error is None and not out.exists():
-        error = "worker exited without writing its result: " + (
-            stderr_tail(finished.stderr) or "(no stderr)"
-        )
-    if error is not None:
-        return None, error
-    return json.loads(out.read_text(encoding="utf-8")), None
-
-
-def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
-    """The record of a cell whose worker died: what the cell was (strategy, size
-    parameters, work), so reports show it in its table, and how it died."""
-    strategy = engine = "unknown"
-    size_params: dict[str, Any] = {}
-    work: dict[str, float] = {}
-    try:
-        scenario = scenario_of(cell)
-        backend = scenario.backend(cell.backend)
-        strategy, engine = str(backend.strategy), backend.engine
-        size = scenario.size(cell.size)
-        size_params, work = dict(size.params), dict(scenario.work(size, cell.dtype))
-    except Exception:  # the worker's error says what went wrong; keep what is known
-        pass
-    return Record(
-        size_params=size_params,
-        work=work,
-        devices=cell.devices,
-        scenario=cell.scenario,
-        backend=cell.backend,
-        strategy=strategy,
-        engine=engine,
-        size=cell.size,
-        dtype=cell.dtype,
-        seed=cell.seed,
-        status="failed",
-        error=error,
-        wall_s=wall_s,
-    )
-
-
-def run_cell_in_worker(
-    cell: Cell,
-    timing: TimingConfig,
-    timeout_s: float,
-    probes: bool = True,
-    counts_only: bool = False,
-    environ: dict[str, str] | None = None,
-    emit: Callable[[str], None] | None = None,
-    count_parts: bool = False,
-    python: str | None = None,
-) -> Record:
-    """One cell in a fresh process; never raises for a failure of the cell itself.
-    ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
-    `harness.worker.run_cell`; ``python``: the interpreter (default: this one)."""
-    started = time.perf_counter()
-    environ = environ_for(cell.devices, os.environ if environ is None else environ)
-    load = LoadSamples()
-    steal_before, load_before = cpu_times(), load_average()
-    probe_before = calibration_probe()
-    worker_started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
-        spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
-        spec_json = cell_spec(cell, timing, probes, counts_only, count_parts)
-        spec.write_text(json.dumps(spec_json), encoding="utf-8")
-        beat = (cell.label, emit) if emit is not None else None
-        data, error = _run_worker(
-            ["cell", str(spec), str(out)], out, timeout_s, environ, load, beat, python
-        )
-    worker_s = time.perf_counter() - worker_started
-    probe_after = calibration_probe()
-    interference = assess(
-        probe_before,
-        probe_after,
-        load,
-        (steal_before, cpu_times()),
-        (load_before, load_average()),
-        os.cpu_count() or 1,
-    ).to_json()
-    if error is not None:
-        record = _failed_record(cell, error, time.perf_counter() - started)
-    else:
-        record = with_stats(Record.from_json(data), timing.confidence)
-    phases = dict(record.extra.get("phases_s", {}))
-    if error is None:  # the worker's own stages; the rest of its life is start-up and exit
-        phases["process start-up and exit"] = max(0.0, worker_s - (record.wall_s or 0.0))
-    phases["interference probes"] = time.perf_counter() - started - worker_s
-    extra = {**record.extra, "phases_s": phases}
-    return dataclasses.replace(record, interference=interference, extra=extra)
-
-
-def with_stats(record: Record, confidence: float) -> Record:
-    """The record with its ``stats`` computed from its samples (the worker leaves them to
-    the runner, see `harness.worker.run_cell`), scaled like the samples' work when the
-    cell was measured on part of it."""
-    if record.status != "ok" or not record.samples_s or record.stats:
-        return record
-    factor = (record.sampling.get("scaled") or {}).get("factor", 1.0)
-    stats = summarize_scaled(record.samples_s, confidence, record.seed, factor)
-    return dataclasses.replace(record, stats=stats)
-
-
-def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, Any]:
-    """Trace one call of a cell in a fresh process, keeping the trace in ``log_dir``."""
-    with tempfile.TemporaryDirectory(prefix="scanbench-profile-") as tmp:
-        spec, out = Path(tmp, "spec.json"), Path(tmp, "counts.json")
-        spec.write_text(json.dumps(cell_spec(cell, TimingConfig())), encoding="utf-8")
-        data, error = _run_worker(["profile", str(spec), log_dir, str(out)], out, timeout_s)
-    if error is not None:
-        raise HarnessError(f"profiling {cell.label} failed: {error}")
-    return data
-
-
-def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
-    """Environment metadata and memory bandwidth, measured in a fresh process."""
-    with tempfile.TemporaryDirectory(prefix="scanbench-env-") as tmp:
-        out = Path(tmp, "environment.json")
-        data, error = _run_worker(["environment", str(out)], out, timeout_s)
-    if error is not None:
-        raise HarnessError(f"could not collect the environment metadata: {error}")
-    return data
-
-
-def _describe(record: Record) -> str:
-    disturbed = " (disturbed: " + "; ".join(record.interference.get("reasons", ())) + ")"
-    if record.status == "ok" and "median" in record.stats:
-        median = f"ok, median {format_seconds(record.stats['median'])}"
-        return median + (disturbed if record.disturbed else "")
-    if record.status == "ok":
-        return "ok (checked and counted, not timed)"
-    return f"{record.status}: {(record.error or '').splitlines()[0][:160]}"
-
-
-def measure_cell(
-    cell: Cell,
-    timing: TimingConfig,
-    timeout_s: float,
-    environment: dict[str, Any] | None = None,
-    probes: bool = True,
-    emit: Callable[[str], None] | None = None,
-    count_parts: bool = False,
-) -> Record:
-    """A cell in a worker, plus its time decomposition from the run's unit costs.
-
-    On a GPU, JAX cells are profiled a second time in a counts-only worker with command
-    buffers kept on while profiling (``counts["gpu_command_buffers"]``).
-    """
-    record = run_cell_in_worker(cell, timing, timeout_s, probes, emit=emit, count_parts=count_parts)
-    if record.status != "ok" or not probes:
-        return record
-    environment = environment or {}
-    counts = record.counts
-    if environment.get("platform") == "gpu" and record.engine == "jax":
-        from harness.probes.gpu import with_command_buffers
-
-        extra = run_cell_in_worker(
-            cell, timing, timeout_s, counts_only=True, environ=with_command_buffers(os.environ)
-        )
-        gpu = extra.counts.sections.get("gpu") or {"error": extra.error}
-        counts = counts.with_section("gpu_command_buffers", gpu)
-    costs = environment.get("overheads") or {}
-    decomposition = decompose(record.stats["median"], counts, costs) if costs else {}
-    return dataclasses.replace(record, counts=counts, decomposition=decomposition)
-
-
-def run_cells(
-    cells: Sequence[Cell],
-    timing: TimingConfig,
-    timeout_s: float,
-    show_progress: bool | None = None,
-    environment: dict[str, Any] | None = None,
-    probes: bool = True,
-    run_one: Callable[..., Record] = measure_cell,
-    on_record: Callable[[Record], None] | None = None,
-) -> list[Record]:
-    """Run every cell in order; return one record per cell. ``on_record(record)`` is
-    called as each cell finishes (the journal)."""
-
-    def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
-        cell_started = time.perf_counter()
-        record = run_one(cell, timing, timeout_s, environment, probes, emit=emit)
-        if on_record is not None:
-            on_record(record)
-        walls.append(time.perf_counter() - cell_started)
-        return record
-
-    walls: list[float] = []  # per cell, as the runner saw it (worker start-up included)
-
-    if show_progress is None:
-        show_progress = sys.stderr.isatty()
-    records: list[Record] = []
-    started = time.perf_counter()
-    if show_progress:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        console = Console(stderr=True)
-        columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("starting", total=len(cells))
-            for cell in cells:
-                progress.update(task, description=cell.label)
-                record = measure(cell, console.print)
-                records.append(record)
-                console.print(
-                    f"{cell.label}: {_describe(record)}{_eta(walls, len(cells), started)}"
-                )
-                progress.advance(task)
-        return records
-
-    for index, cell in enumerate(cells, 1):
-        emit(f"[{index}/{len(cells)}] {cell.label}: running")
-        record = measure(cell, emit)
-        records.append(record)
-        eta = _eta(walls, len(cells), started)
-        emit(f"[{index}/{len(cells)}] {cell.label}: {_describe(record)}{eta}")
-    return records
-
-
-def emit(line: str) -> None:
-    """A progress line on stderr, flushed (CI logs show it as it happens)."""
-    print(line, file=sys.stderr, flush=True)
-
-
-def _eta(walls: Sequence[float], total: int, started: float) -> str:
-    """ "(cell 12.3 s; run 1 min 05 s, about 3 min 10 s left)": the estimate is the mean
-    wall time of the finished cells times the cells left, so it is rough."""
-    elapsed = time.perf_counter() - started
-    left = total - len(walls)
-    text = f" (cell {format_duration(walls[-1])}; run {format_duration(elapsed)}"
-    if left:
-        text += f", about {format_duration(elapsed / len(walls) * left)} left"
-    return text + ")"
-
-
-def count_cells(cells: Sequence[Cell], timeout_s: float, jobs: int | None = None) -> list[Record]:
-    """Check and count cells (no timing) in up to ``jobs`` workers at once (default: one
-    per CPU). Counts are deterministic, so a busy machine changes how long they take, not
-    what they are; never use this for cells that are timed. Records come back in the
-    order of ``cells``; a line per finished cell goes to stderr."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(cells) or 1))
-    started = time.perf_counter()
-    timing = TimingConfig()
-    emit(f"counting {len(cells)} cells, {jobs} at a time (counts only: not timed)")
-    records: dict[int, Record] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {
-            pool.submit(run_cell_in_worker, cell, timing, timeout_s, True, True, emit=emit): i
-            for i, cell in enumerate(cells)
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cells": [dataclasses.asdict(cell) for cell in self.cells],
+            "timing": dataclasses.asdict(self.timing),
+            "timeout_s": self.timeout_s,
+            "probes": self.probes,
+            "count_parts": self.count_parts,
         }
+
+    @classmethod
+    def from_invocation(cls, invocation: Mapping[str, Any], source: Path) -> Plan:
         try:
-            for future in as_completed(futures):
-                index = futures[future]
-                records[index] = future.result()
-                elapsed = format_duration(time.perf_counter() - started)
-                emit(
-                    f"[{len(records)}/{len(cells)}] {cells[index].label}: "
-                    f"{_describe(records[index])} (run {elapsed})"
-                )
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-    return [records[i] for i in range(len(cells))]
+            return cls(
+                tuple(_cell(cell) for cell in invocation["cells"]),
+                TimingConfig(**invocation["timing"]),
+                float(invocation["timeout_s"]),
+                bool(invocation["probes"]),
+                bool(invocation.get("count_parts", False)),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise StoreError(
+                f"{source}: cannot resume: its invocation does not list its cells ({error}); "
+                "it was written by an older scanbench"
+            ) from None
+
+
+def _cell(stored: Mapping[str, Any]) -> Cell:
+    """A stored cell; one stored before sources named its scenario file instead."""
+    stored = dict(stored)
+    scenario_file = stored.pop("scenario_file", None)
+    if scenario_file and not stored.get("source"):
+        stored["source"] = file_source(scenario_file)
+    return Cell(**stored)
+
+
+def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:
+    """Refuse, before any cell runs: an existing results file (without ``force``), the
+    same path for two outputs, a folder that cannot be written."""
+    paths = [Path(out), *(Path(p) for p in others if p)]
+    resolved = [os.path.realpath(p) for p in paths]
+    if len(set(resolved)) != len(resolved):
+        raise InputError(
+            "--out, --md and --html must be different files; got "
+            + ", ".join(str(p) for p in paths)
+        )
+    if out.is_dir():
+        raise InputError(f"--out {str(out)!r} is a directory; give a file path")
+    if out.exists() and not force:
+        raise InputError(
+            f"--out {str(out)!r} exists; give another path, --force to overwrite it, or "
+            f"`scanbench run --resume {out}` to continue it"
+        )
+    for path in paths:
+        folder = path.parent if str(path.parent) else Path(".")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            raise InputError(f"cannot write to {str(folder)!r}: {error.strerror}") from None
+
+
+def _ordered(cells: Sequence[Cell], records: Sequence[Record]) -> tuple[Record, ...]:
+    """Records in the order of the plan's cells (a resumed run appends out of order)."""
+    by_key = {record.key: record for record in records}
+    known = [by_key[cell.key] for cell in cells if cell.key in by_key]
+    extra = [record for record in records if record.key not in {c.key for c in cells}]
+    return (*known, *extra)
+
+
+@dataclasses.dataclass
+class Progress:
+    """A run in progress: what is saved so far (for the interrupted message)."""
+
+    out: Path
+    total: int
+    saved: int = 0
+
+
+def execute(
+    plan: Plan,
+    out: Path,
+    environment: Mapping[str, Any],
+    invocation: Mapping[str, Any],
+    done: Sequence[Record] = (),
+    progress: Progress | None = None,
+    show_progress: bool | None = None,
+) -> Run:
+    """Run the plan's cells not in ``done``; journal and save after every cell.
+
+    Raises:
+        Interrupted: on SIGINT/SIGTERM, after stopping the running worker; everything
+            finished is in the journal and the results file.
+    """
+    records = list(done)
+    finished_keys = {record.key for record in records}
+    todo = [cell for cell in plan.cells if cell.key not in finished_keys]
+    journal_file = journal_path(out)
+    journal = Journal.reopen(journal_file) if journal_file.exists() else None
+    if journal is None:
+        journal = Journal.create(journal_file, environment, invocation)
+        for record in records:  # resumed from a results file: its records first
+            journal.append(record)
+    progress = progress or Progress(out, len(plan.cells))
+    progress.saved = len(records)
+
+    def save(record: Record) -> None:
+        journal.append(record)
+        records.append(record)
+        progress.saved = len(records)
+        write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
+
+    with journal, signals_raise():
+        write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
+        run_cells(
+            todo,
+            plan.timing,
+            plan.timeout_s,
+            show_progress,
+            dict(environment),
+            plan.probes,
+            run_one=functools.partial(measure_cell, count_parts=plan.count_parts),
+            on_record=save,
+        )
+    journal_file.unlink(missing_ok=True)  # complete: the results file holds everything
+    return Run(environment, invocation, _ordered(plan.cells, records))
+
+
+def load_interrupted(path: Path) -> tuple[dict, dict, list[Record]]:
+    """(environment, invocation, records) of an interrupted run: from its journal when
+    there is one, else from the results file."""
+    journal_file = journal_path(path)
+    if journal_file.exists():
+        return read_journal(journal_file)
+    run = load_run(path)
+    return dict(run.environment), dict(run.invocation), list(run.records)
+
+
+def differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What differs between two environments among `RESUME_MUST_MATCH`."""
+    return [
+        f"{key} {stored.get(key)!r} -> {current.get(key)!r}"
+        for key in RESUME_MUST_MATCH
+        if stored.get(key) != current.get(key)
+    ]
+
+
+def plan(
+    scenarios: Sequence[str],
+    backends: Sequence[str],
+    sizes: Sequence[str],
+    dtype: str | None,
+    seed: int,
+    devices: Sequence[int | None],
+    timing: TimingConfig,
+    timeout_s: float,
+    probes: bool = True,
+    count_parts: bool = False,
+) -> tuple[Plan, dict[str, Any]]:
+    """The cells of a new run (every size x selected cell x device count, every name
+    checked) and the invocation stored with it, which holds the plan (for ``--resume``)
+    and each scenario's facts."""
+    if count_parts and not probes:
+        raise InputError(
+            "--count-parts stores parts of the counts, which --no-probes skips; drop one"
+        )
+    cells = [
+        dataclasses.replace(cell, devices=count)
+        for size in sizes
+        for cell in select(scenarios, backends, size, dtype, seed)
+        for count in devices
+    ]
+    chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts)
+    facts = {}
+    for cell in cells:
+        scenario = load(cell.source)  # loaded once per process (harness.sources)
+        facts[cell.scenario] = ScenarioFacts(
+            cell.source, scenario.throughput_unit, scenario.baseline_backend, scenario.description
+        ).to_json()
+    invocation = {
+        "argv": sys.argv[1:],
+        "sizes": list(sizes),
+        "devices": list(devices),
+        "seed": seed,
+        **chosen.to_json(),
+        "scenarios": facts,
+    }
+    return chosen, invocation
+
+
+class Stopped(Interrupted):
+    """SIGINT or SIGTERM stopped a run; what it finished is saved in ``out``."""
+
+    def __init__(self, signum: int, progress: Progress) -> None:
+        super().__init__(signum)
+        self.progress = progress
+        self.args = (
+            f"interrupted: {progress.saved} of {progress.total} cells saved in {progress.out}; "
+            f"continue with `scanbench run --resume {progress.out}`",
+        )
+
+
+def start(
+    chosen: Plan,
+    invocation: Mapping[str, Any],
+    out: Path,
+    other_outputs: Sequence[str | None] = (),
+    force: bool = False,
+) -> Run:
+    """Check the outputs, collect the environment, run every cell of the plan.
+
+    Raises:
+        InputError: an output that may not be written (see `check_outputs`).
+        Stopped: on SIGINT/SIGTERM, with what was saved.
+    """
+    check_outputs(out, other_outputs, force)
+    progress = Progress(out, len(chosen.cells))
+    try:
+        environment = collect_environment()
+        return execute(chosen, out, environment, invocation, progress=progress)
+    except Interrupted as stop:
+        raise Stopped(stop.signum, progress) from None
+
+
+def resume(out: Path, force: bool = False) -> Run:
+    """The missing cells of an interrupted run, with its stored settings.
+
+    Raises:
+        InputError: no such run, or its code or environment changed (without ``force``).
+        Stopped: on SIGINT/SIGTERM, with what was saved.
+    """
+    if not out.exists() and not journal_path(out).exists():
+        raise InputError(f"--resume {str(out)!r}: no such results file or journal")
+    environment, invocation, records = load_interrupted(out)
+    chosen = Plan.from_invocation(invocation, out)
+    missing = len({c.key for c in chosen.cells} - {r.key for r in records})
+    if not missing:
+        emit(f"nothing to resume: all {len(chosen.cells)} cells are in {out}")
+        return Run(environment, invocation, tuple(records))
+    changed = differences(environment, collect_environment())
+    if changed and not force:
+        raise InputError(
+            f"cannot resume {out}: the code or environment differs from when it started "
+            f"({'; '.join(changed)}); --force resumes anyway"
+        )
+    if changed:
+        invocation = {**invocation, "resumed_with_differences": changed}
+    progress = Progress(out, len(chosen.cells))
+    emit(f"resuming {out}: {missing} of {len(chosen.cells)} cells to run")
+    try:
+        return execute(chosen, out, environment, invocation, records, progress)
+    except Interrupted as stop:
+        raise Stopped(stop.signum, progress) from None

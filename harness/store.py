@@ -28,12 +28,40 @@ class SchemaVersionError(StoreError):
 
 
 @dataclasses.dataclass(frozen=True)
+class ScenarioFacts:
+    """What reports need to know of a scenario, stored with the run (``invocation.
+    scenarios``) so that no report ever loads a scenario."""
+
+    source: str
+    throughput_unit: str | None
+    baseline: str | None  # the backend speedups are reported against
+    description: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class Run:
     """One stored run: environment metadata, how it was invoked, one record per cell."""
 
     environment: Mapping[str, Any]
     invocation: Mapping[str, Any]
     records: tuple[Record, ...]
+
+    @property
+    def scenarios(self) -> dict[str, ScenarioFacts]:
+        """Per scenario name, its stored facts (runs stored before these were named keep
+        the throughput unit and baseline under ``throughput_units`` and ``baselines``)."""
+        stored = self.invocation.get("scenarios")
+        if stored is not None:
+            return {name: ScenarioFacts(**facts) for name, facts in stored.items()}
+        units = self.invocation.get("throughput_units") or {}
+        baselines = self.invocation.get("baselines") or {}
+        return {
+            name: ScenarioFacts("", units.get(name), baselines.get(name))
+            for name in {*units, *baselines}
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -253,6 +281,17 @@ RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
     "invocation": {
         "throughput_units": (_mapping_of(lambda v: isinstance(v, str)), "an object of strings"),
         "baselines": (_mapping_of(_string_or_none), "an object of strings or nulls"),
+        "scenarios": (
+            _mapping_of(
+                lambda v: (
+                    isinstance(v, dict)
+                    and set(v) <= {f.name for f in dataclasses.fields(ScenarioFacts)}
+                    and isinstance(v.get("source"), str)
+                    and all(_string_or_none(v.get(k)) for k in ("throughput_unit", "baseline"))
+                )
+            ),
+            "an object of scenario facts (source, throughput_unit, baseline, description)",
+        ),
     },
 }
 

@@ -85,7 +85,7 @@ def run_cell(
         count_parts: count along the scenario's ``count_along`` at 2, 3 and 4 even when
             the size has 4 or fewer, to store each count's fixed and per-unit parts.
         summarize: compute ``stats`` here; the cell worker leaves them to the runner
-            (`harness.runner.with_stats`), sparing every worker the ~0.9 s import of
+            (`harness.launcher.with_stats`), sparing every worker the ~0.9 s import of
             ``scipy.stats``.
     """
     beacon = beacon or Beacon(None)

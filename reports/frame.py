@@ -129,14 +129,9 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     rows = []
     for run_index, run in enumerate(runs):
         env = dict(run.environment)
-        units = run.invocation.get("throughput_units", {})
-        baselines = dict(run.invocation.get("baselines", {}))
-        for record in run.records:  # stored before runs named it: the Scenario rule
-            if record.backend == "sequential":
-                baselines.setdefault(record.scenario, record.backend)
-        for record in run.records:
-            if record.strategy == "sequential" and record.status == "ok":
-                baselines.setdefault(record.scenario, record.backend)
+        facts = run.scenarios  # stored with the run: no scenario is loaded here
+        units = {name: fact.throughput_unit for name, fact in facts.items()}
+        baselines = {name: fact.baseline for name, fact in facts.items()}
         bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
         for order, record in enumerate(run.records):
             stats = dict(record.stats)

@@ -12,31 +12,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.store import Run
 from reports import plots
-from reports.comparable import Apart, split_comparable
-from reports.frame import records_frame
-from reports.scaling import scaling_tables
-from reports.tables import (
-    COLUMN_HELP,
-    at_a_glance,
-    counts_table,
-    disturbed_notes,
-    environment_lines,
-    linear_notes,
-    memory_notes,
-    memory_table,
-    problems,
-    run_time_table,
-    scaled_notes,
-    tables,
-    timing_table,
-    warmup_notes,
-)
+from reports.model import Report, Table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -69,15 +49,33 @@ def _figure(plot: plots.Plot | None) -> list[str]:
     ]
 
 
-def _at_a_glance(frame: pd.DataFrame) -> list[str]:
-    glance = at_a_glance(frame)
-    return ["<h2>At a glance</h2>", _table(glance)] if not glance.empty else []
+def _notes(notes, css: str = "problem") -> list[str]:
+    if not notes:
+        return []
+    return ["<ul>", *(f'<li class="{css}">{_esc(note)}</li>' for note in notes), "</ul>"]
 
 
-def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: bool = False) -> str:
-    """The HTML report of ``runs`` (see the module docstring for its sections)."""
-    frame, not_compared = split_comparable(records_frame(runs), mixed_versions)
-    apart = [*apart, *not_compared]
+def _section(table: Table) -> list[str]:
+    out = [f"<h3>{_esc(table.title)}</h3>"]
+    if table.timing is not None:
+        out.append(_table(table.timing))
+        out += _notes(table.notes)
+        out += _figure(plots.speedup_bars(table.ok, table.title))
+    if table.counts is not None:
+        out += ["<p>Where the time goes (per call):</p>", _table(table.counts)]
+        out += [f"<p>{_esc(note)}</p>" for note in table.linear_notes]
+        out += _figure(plots.decomposition_bars(table.ok, table.title))
+    if table.memory is not None:
+        out += ["<p>Memory (per call):</p>", _table(table.memory)]
+        out += [f"<p>{_esc(note)}</p>" for note in table.memory_notes]
+    problems = [f"<b>{_esc(b)}</b> {_esc(status)}: {_esc(e)}" for b, status, e in table.problems]
+    if problems:
+        out += ["<ul>", *(f'<li class="problem">{p}</li>' for p in problems), "</ul>"]
+    return out
+
+
+def render(report: Report) -> str:
+    """The HTML page of ``report`` (see the module docstring for its sections)."""
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -85,13 +83,12 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
         f"<style>{STYLE}</style></head><body>",
         "<h1>scanbench results</h1>",
     ]
-    if frame.empty:
+    if report.frame.empty:
         out.append("<p>No records.</p>")
-    out += _at_a_glance(frame)
-    ok_all = frame[frame["status"] == "ok"] if not frame.empty else frame
-    for scenario, scenario_rows in frame.groupby("scenario", sort=False) if not frame.empty else []:
+    if not report.glance.empty:
+        out += ["<h2>At a glance</h2>", _table(report.glance)]
+    for scenario, ok, scenario_tables in report.scenarios():
         out.append(f"<h2>{_esc(scenario)}</h2>")
-        ok = ok_all[ok_all["scenario"] == scenario]
         for dtype, rows in ok.groupby("dtype", sort=False):
             latest = rows.sort_values("run").drop_duplicates(
                 ["backend", "size", "device"], keep="last"
@@ -100,46 +97,19 @@ def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: boo
             out += _figure(plots.memory_vs_size(latest, f"{scenario} / {dtype}"))
         for (size, dtype), rows in ok.groupby(["size", "dtype"], sort=False):
             out += _figure(plots.devices_side_by_side(rows, f"{scenario} / {size} / {dtype}"))
-        for title, group in tables(scenario_rows):
-            out.append(f"<h3>{_esc(title)}</h3>")
-            group_ok = group[group["status"] == "ok"]
-            if not group_ok.empty:
-                out.append(_table(timing_table(group_ok)))
-                notes = disturbed_notes(group_ok) + scaled_notes(group_ok) + warmup_notes(group_ok)
-                if notes:
-                    out.append("<ul>")
-                    out += [f'<li class="problem">{_esc(note)}</li>' for note in notes]
-                    out.append("</ul>")
-                out += _figure(plots.speedup_bars(group_ok, title))
-                if group_ok["dispatches"].notna().any():
-                    out.append("<p>Where the time goes (per call):</p>")
-                    out.append(_table(counts_table(group_ok)))
-                    out += [f"<p>{_esc(note)}</p>" for note in linear_notes(group_ok)]
-                    out += _figure(plots.decomposition_bars(group_ok, title))
-                if group_ok["mem_peak"].notna().any():
-                    out.append("<p>Memory (per call):</p>")
-                    out.append(_table(memory_table(group_ok)))
-                    out += [f"<p>{_esc(note)}</p>" for note in memory_notes(group_ok)]
-            failed = problems(group)
-            if failed:
-                out.append("<ul>")
-                out += [
-                    f'<li class="problem"><b>{_esc(backend)}</b> {_esc(status)}: {_esc(error)}</li>'
-                    for backend, status, error in failed
-                ]
-                out.append("</ul>")
-    for title, rows, table in scaling_tables(frame):
-        out += [f"<h2>Scaling: {_esc(title)}</h2>", _table(table)]
-        out += _figure(plots.scaling(rows, title))
-    run_time = run_time_table(frame) if not frame.empty else None
-    if run_time is not None and not run_time.empty:
-        out += ["<h2>Where the run's time went</h2>", _table(run_time)]
-    if apart:
+        for table in scenario_tables:
+            out += _section(table)
+    for scaling in report.scaling:
+        out += [f"<h2>Scaling: {_esc(scaling.title)}</h2>", _table(scaling.table)]
+        out += _figure(plots.scaling(scaling.rows, scaling.title))
+    if report.run_time is not None:
+        out += ["<h2>Where the run's time went</h2>", _table(report.run_time)]
+    if report.apart:
         out += ["<h2>Not compared</h2>", "<ul>"]
-        out += [f"<li>{_esc(item.what)}: {_esc(item.reason)}</li>" for item in apart]
+        out += [f"<li>{_esc(item.what)}: {_esc(item.reason)}</li>" for item in report.apart]
         out.append("</ul>")
     out += ["<h2>Environment</h2>", "<ul>"]
-    out += [f"<li>{_esc(line)}</li>" for line in environment_lines(runs)]
-    help_text = re.sub(r"\*([^*]+)\*", r"<i>\1</i>", _esc(COLUMN_HELP))  # markdown italics
+    out += [f"<li>{_esc(line)}</li>" for line in report.environment]
+    help_text = re.sub(r"\*([^*]+)\*", r"<i>\1</i>", _esc(report.column_help))  # italics
     out += ["</ul>", f'<p class="note">{help_text}</p>', "</body></html>"]
     return "\n".join(out)

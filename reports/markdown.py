@@ -1,79 +1,53 @@
-"""Markdown report of stored runs (for terminals, CI summaries and PR comments)."""
+"""Markdown report (for terminals, CI summaries and PR comments) of a `reports.model.Report`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from harness.store import Run
-from reports.comparable import Apart, split_comparable
-from reports.frame import records_frame
-from reports.scaling import scaling_tables
-from reports.tables import (
-    COLUMN_HELP,
-    at_a_glance,
-    counts_table,
-    disturbed_notes,
-    environment_lines,
-    format_seconds,
-    linear_notes,
-    memory_notes,
-    memory_table,
-    problems,
-    run_time_table,
-    scaled_notes,
-    tables,
-    timing_table,
-    warmup_notes,
-)
-
-__all__ = ["format_seconds", "render"]
+from reports.model import Report
 
 
-def render(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: bool = False) -> str:
-    """Per scenario, size, dtype and device: the timing table, the counts table, the failed
-    and skipped cells; then what was not compared and why; then each run's environment."""
-    frame, not_compared = split_comparable(records_frame(runs), mixed_versions)
-    apart = [*apart, *not_compared]
+def _markdown(frame) -> str:
+    return frame.to_markdown(index=False, disable_numparse=True)
+
+
+def _bold_head(note: str) -> str:
+    """``- **backend**: the rest`` of a note that starts with the backend's name."""
+    head, _, rest = note.partition(":")
+    return f"- **{head}**:{rest}"
+
+
+def render(report: Report) -> str:
+    """Per scenario, size, dtype and device: the timing table, the counts table, the memory
+    table, the failed and skipped cells; then scaling, where the run's time went, what was
+    not compared and why, each run's environment and the column help."""
     out = ["# scanbench results", ""]
-    if frame.empty:
+    if report.frame.empty:
         out += ["No records.", ""]
-    glance = at_a_glance(frame)
-    if not glance.empty:
-        out += ["## At a glance", ""]
-        out += [glance.to_markdown(index=False, disable_numparse=True), ""]
-    for title, group in tables(frame):
-        out += [f"## {title}", ""]
-        ok = group[group["status"] == "ok"]
-        if not ok.empty:
-            out += [timing_table(ok).to_markdown(index=False, disable_numparse=True), ""]
-            notes = disturbed_notes(ok) + scaled_notes(ok) + warmup_notes(ok)
-            out += [*(f"- **{note.split(':', 1)[0]}**:{note.split(':', 1)[1]}" for note in notes)]
-            out += [""] if notes else []
-            if ok["dispatches"].notna().any():
-                out += ["Where the time goes (per call):", ""]
-                out += [counts_table(ok).to_markdown(index=False, disable_numparse=True), ""]
-                out += [*(f"{note}\n" for note in linear_notes(ok))]
-            if ok["mem_peak"].notna().any():
-                out += ["Memory (per call):", ""]
-                out += [memory_table(ok).to_markdown(index=False, disable_numparse=True), ""]
-                out += [*(f"- {note}" for note in memory_notes(ok))]
-                out += [""] if memory_notes(ok) else []
-        failed = problems(group)
-        out += [f"- **{backend}** {status}: {error}" for backend, status, error in failed]
-        if failed:
-            out.append("")
-    for title, _, table in scaling_tables(frame):
-        out += [f"## Scaling: {title}", ""]
-        out += [table.to_markdown(index=False, disable_numparse=True), ""]
-    run_time = run_time_table(frame) if not frame.empty else None
-    if run_time is not None and not run_time.empty:
-        out += ["## Where the run's time went", ""]
-        out += [run_time.to_markdown(index=False, disable_numparse=True), ""]
-    if apart:
+    if not report.glance.empty:
+        out += ["## At a glance", "", _markdown(report.glance), ""]
+    for table in report.tables:
+        out += [f"## {table.title}", ""]
+        if table.timing is not None:
+            out += [_markdown(table.timing), ""]
+            out += [_bold_head(note) for note in table.notes]
+            out += [""] if table.notes else []
+        if table.counts is not None:
+            out += ["Where the time goes (per call):", "", _markdown(table.counts), ""]
+            out += [f"{note}\n" for note in table.linear_notes]
+        if table.memory is not None:
+            out += ["Memory (per call):", "", _markdown(table.memory), ""]
+            out += [f"- {note}" for note in table.memory_notes]
+            out += [""] if table.memory_notes else []
+        out += [f"- **{backend}** {status}: {error}" for backend, status, error in table.problems]
+        out += [""] if table.problems else []
+    for scaling in report.scaling:
+        out += [f"## Scaling: {scaling.title}", "", _markdown(scaling.table), ""]
+    if report.run_time is not None:
+        out += ["## Where the run's time went", "", _markdown(report.run_time), ""]
+    if report.apart:
         out += ["## Not compared", ""]
-        out += [f"- {item.what}: {item.reason}" for item in apart]
+        out += [f"- {item.what}: {item.reason}" for item in report.apart]
         out.append("")
     out += ["## Environment", ""]
-    out += [f"- {line}" for line in environment_lines(runs)]
-    out += ["", COLUMN_HELP]
+    out += [f"- {line}" for line in report.environment]
+    out += ["", report.column_help]
     return "\n".join(out)

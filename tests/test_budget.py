@@ -17,6 +17,7 @@ from harness.units import format_duration
 from harness.worker import run_cell
 from reports.frame import records_frame
 from reports.markdown import render as render_markdown
+from reports.model import build
 from tests.scenario_files.steps import STEP_S
 
 STEPS = str(Path(__file__).parent / "scenario_files" / "steps.py")
@@ -89,7 +90,7 @@ def test_reports_mark_scaled_cells_and_show_precision():
     sleepy = frame[frame["backend"] == "sleepy"].iloc[0]
     assert sleepy["scale"] == 5.0
     assert min(sleepy["samples_s"]) >= 10 * STEP_S  # ties compare whole-work samples
-    markdown = render_markdown([run])
+    markdown = render_markdown(build([run]))
     assert "≈ " in markdown
     assert "≈ measured on 2 of 10 steps and scaled x5" in markdown
     run_time = markdown.split("## Where the run's time went", 1)[1]
@@ -145,7 +146,7 @@ def test_durations_read_as_wall_clock(seconds, text):
 
 
 def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
-    from harness.runner import run_cells
+    from harness.launcher import run_cells
 
     def run_one(cell, timing, timeout, environment, probes, emit):
         emit("  ... heartbeat")
@@ -160,7 +161,7 @@ def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
 
 def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
     from harness.cli import main
-    from harness.run import Plan
+    from harness.runner import Plan
     from harness.store import load_run
 
     out = tmp_path / "parts.json"
@@ -176,7 +177,7 @@ def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
 
 
 def test_counts_only_cells_run_side_by_side_and_come_back_in_order(capsys):
-    from harness.runner import count_cells
+    from harness.launcher import count_cells
 
     cells = [_cell("sleepy-jax", "four"), _cell("quick"), _cell("sleepy-jax", "default")]
     records = count_cells(cells, timeout_s=120, jobs=2)

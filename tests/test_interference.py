@@ -23,6 +23,7 @@ from harness.interference import (
 from harness.store import Run, load_run
 from reports import markdown
 from reports.frame import records_frame
+from reports.model import build
 from reports.tables import at_a_glance
 
 DATA = Path(__file__).parent / "data"
@@ -100,7 +101,7 @@ def test_the_gate_does_not_decide_an_invariant_on_a_disturbed_cell():
 
 
 def test_reports_mark_disturbed_cells_with_their_reasons():
-    text = markdown.render([disturbed_run()])
+    text = markdown.render(build([disturbed_run()]))
     assert "(disturbed)" in text
     assert "- **scanned-time-major**: measured while the machine was busy (3.0 runnable" in text
 
@@ -131,7 +132,7 @@ def test_ties_are_ties():
     assert names.endswith("(tie)") and {"scanned-time-major", "library-lax"} == set(
         names.removesuffix(" (tie)").split(" = ")
     )
-    text = markdown.render([Run(run.environment, run.invocation, tuple(records))])
+    text = markdown.render(build([Run(run.environment, run.invocation, tuple(records))]))
     assert "## At a glance" in text
     assert re.search(r"\d tie\s*\|", text) and re.search(r"\d fastest\s*\|", text)
 

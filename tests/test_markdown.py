@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from harness.api import Record
 from harness.store import Run
-from reports.markdown import format_seconds, render
+from harness.units import format_seconds
+from reports.markdown import render
+from reports.model import build
 
 
 def record(backend, status="ok", median=None, error=None):
@@ -32,7 +34,7 @@ def run_of(*records):
 
 
 def test_ratios_and_throughput():
-    text = render([run_of(record("fast", median=1e-3), record("slow", median=4e-3))])
+    text = render(build([run_of(record("fast", median=1e-3), record("slow", median=4e-3))]))
     rows = {
         line.split("|")[1].strip(): line
         for line in text.splitlines()
@@ -47,7 +49,9 @@ def test_ratios_and_throughput():
 
 
 def test_all_failed_cells_render():
-    text = render([run_of(record("a", "failed", error="MismatchError: off\nTraceback-line"))])
+    text = render(
+        build([run_of(record("a", "failed", error="MismatchError: off\nTraceback-line"))])
+    )
     assert "**a** failed: MismatchError: off" in text and "Traceback-line" not in text
 
 

@@ -183,6 +183,7 @@ def test_reports_show_memory_beside_time(allocates_records):
     from reports.frame import records_frame
     from reports.html import render as render_html
     from reports.markdown import render as render_markdown
+    from reports.model import build
     from reports.plots import memory_vs_size
 
     records = list(allocates_records.values())
@@ -195,10 +196,10 @@ def test_reports_show_memory_beside_time(allocates_records):
     )
     name, size = frame.loc["jax-cumsum", "mem_temporaries"][0]  # the name is XLA's choice
     assert size == output
-    markdown = render_markdown([run])
+    markdown = render_markdown(build([run]))
     assert "memory (x min)" in markdown and "Memory (per call):" in markdown
     assert f"{name} 16 MB" in markdown
     assert "jax-cumsum: XLA plans 17.1 MB of temporaries, 0.5x the minimum" in markdown
-    assert "Memory vs size" in render_html([run])
+    assert "Memory vs size" in render_html(build([run]))
     plot = memory_vs_size(records_frame([run]), "allocates")
     assert "numpy-temporary" in plot.caption  # grows the most

@@ -16,6 +16,7 @@ import pytest
 from harness.cli import main
 from harness.store import Run, load_run
 from reports import html, markdown
+from reports.model import build
 from reports.tables import format_seconds
 
 DATA = Path(__file__).parent / "data"
@@ -66,7 +67,7 @@ def row(text: str, backend: str, after: str) -> list[str]:
 
 def test_markdown_tables_have_backends_columns_and_speedups():
     run = load_run(TDMA)
-    text = markdown.render([run])
+    text = markdown.render(build([run]))
     header = row(text.replace("| backend ", "| HEADER ", 1), "HEADER", "## tridiagonal / smoke")
     assert header[:3] == ["HEADER", "strategy", "median"]
     assert "speedup vs sequential-jax" in header and "systems/s" in header
@@ -84,7 +85,7 @@ def test_markdown_tables_have_backends_columns_and_speedups():
 
 
 def test_html_is_self_contained_with_one_image_per_plot():
-    document = html.render([load_run(TDMA)])
+    document = html.render(build([load_run(TDMA)]))
     elements = parse(document)
     alts = images(document)
     # one time-vs-size plot, and per size a speedup and a decomposition plot
@@ -113,10 +114,10 @@ def test_html_is_self_contained_with_one_image_per_plot():
 def test_two_devices_are_shown_side_by_side():
     cpu = load_run(TDMA)
     gpu = on_gpu(cpu)
-    text = markdown.render([cpu, gpu])
+    text = markdown.render(build([cpu, gpu]))
     for device in ("cpu:cpu", "gpu:NVIDIA H100"):
         assert f"## tridiagonal / default / float64 / {device}" in text
-    document = html.render([cpu, gpu])
+    document = html.render(build([cpu, gpu]))
     alts = images(document)
     for size in ("smoke", "default"):
         assert f"Devices side by side: tridiagonal / {size} / float64" in alts
@@ -127,10 +128,10 @@ def test_two_devices_are_shown_side_by_side():
 
 def test_failed_and_skipped_cells_render_their_error():
     run = load_run(TOY)
-    text = markdown.render([run])
+    text = markdown.render(build([run]))
     assert "- **wrong** failed: MismatchError: toy output differs" in text
     assert "- **default-only** skipped: skipped at size 'smoke': slow" in text
-    page = "".join(parse(html.render([run])).text)
+    page = "".join(parse(html.render(build([run]))).text)
     assert "wrong failed: MismatchError: toy output differs" in page
 
 
@@ -144,7 +145,7 @@ def test_runs_that_cannot_be_compared_are_shown_apart(tmp_path):
             if r.size == "smoke"
         ),
     )
-    text = markdown.render([run, other])
+    text = markdown.render(build([run, other]))
     apart = text[text.index("## Not compared") :]
     assert "run 1: tridiagonal / smoke / float64: size parameters" in apart
     assert '"batch": 7' in apart
@@ -162,8 +163,8 @@ def test_other_jax_version_on_the_same_device_is_apart_unless_asked():
     run = load_run(TDMA)
     versions = {**run.environment["versions"], "jax": "9.9.9"}
     newer = dataclasses.replace(run, environment={**run.environment, "versions": versions})
-    assert "jax version 9.9.9 differ" in markdown.render([run, newer])
-    mixed = markdown.render([run, newer], mixed_versions=True)
+    assert "jax version 9.9.9 differ" in markdown.render(build([run, newer]))
+    mixed = markdown.render(build([run, newer], mixed_versions=True))
     assert "Not compared" not in mixed and "sequential-jax (run 1)" in mixed
 
 
@@ -185,7 +186,7 @@ def test_chromium_renders_the_report(tmp_path):
     from PIL import Image
 
     page = tmp_path / "report.html"
-    page.write_text(html.render([load_run(TDMA), on_gpu(load_run(TDMA))]))
+    page.write_text(html.render(build([load_run(TDMA), on_gpu(load_run(TDMA))])))
     shot = tmp_path / "shot.png"
     flags = [
         "--headless",
@@ -210,7 +211,7 @@ def test_chromium_renders_the_report(tmp_path):
 
 def test_scaling_section_over_device_counts():
     run = load_run(DATA / "scaling.json")
-    text = markdown.render([run])
+    text = markdown.render(build([run]))
     section = text[text.index("## Scaling: tridiagonal / smoke / float64 / cpu:cpu (run 0)") :]
     medians = {
         (r.backend, r.device["cell_devices"]): r.stats["median"]
@@ -232,5 +233,5 @@ def test_scaling_section_over_device_counts():
         label = "cpu:cpu" if devices == 1 else f"cpu:cpu x{devices}"
         assert f"## tridiagonal / smoke / float64 / {label}" in text
     assert "Scaling over devices: tridiagonal / smoke / float64 / cpu:cpu (run 0)" in images(
-        html.render([run])
+        html.render(build([run]))
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.runner import measure_cell
+from harness.launcher import measure_cell
 from harness.selection import Cell
 from harness.store import load_run
 from harness.timing import TimingConfig

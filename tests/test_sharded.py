@@ -33,7 +33,7 @@ def scanbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 def eight_device_run():
     """MPPI scanned (1 device) and sharded (8), TDMA sharded (8), at smoke, with probes:
     each in a cell worker given its devices the way `scanbench run --devices` does."""
-    from harness.runner import run_cell_in_worker
+    from harness.launcher import run_cell_in_worker
 
     timing = TimingConfig(min_time_s=0.05, min_count=3, max_time_s=0.3)
     cells = [
@@ -145,7 +145,7 @@ def test_device_settings_are_validated():
 
 
 def test_too_many_devices_fail_the_cell_clearly(tmp_path):
-    from harness.runner import run_cell_in_worker
+    from harness.launcher import run_cell_in_worker
 
     cell = Cell("tridiagonal", "sharded", "smoke", "float64")
     env = dict(os.environ, SCANBENCH_DEVICES="16")  # more than the 1 device it will see

@@ -32,7 +32,7 @@ from harness.checks import (
 from harness.factories import is_ready_run
 from harness.gate.interleave import CANDIDATE_ROOT, ServedCell, Side
 from harness.gate.rules import BaselineRule
-from harness.runner import run_cell_in_worker
+from harness.launcher import run_cell_in_worker
 from harness.selection import Cell
 from harness.timing import TimingConfig
 from harness.worker import run_cell

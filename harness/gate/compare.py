@@ -162,7 +162,7 @@ def compare_cell(
 def compare_counts(rule, sides, timeout_s, root):
     """The per-call counts of each side (a counts-only worker on its interpreter and
     variables) and those that differ: totals, and kernels / dispatches by kind."""
-    from harness.runner import run_cell_in_worker
+    from harness.launcher import run_cell_in_worker
     from harness.selection import cell as selected_cell
     from harness.timing import TimingConfig
 

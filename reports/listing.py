@@ -1,0 +1,29 @@
+"""The text of `scanbench list`: each scenario's dtypes, sizes and backends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.api import Scenario
+
+
+def render(scenarios: Sequence[Scenario]) -> str:
+    lines = []
+    for scenario in scenarios:
+        lines.append(f"{scenario.name}: {scenario.description}")
+        lines.append(f"  dtypes: {', '.join(scenario.dtypes)} (default {scenario.dtypes[0]})")
+        lines.append("  sizes:")
+        for size in scenario.sizes.values():
+            params = ", ".join(
+                f"{k}={v:_}" if isinstance(v, int) else f"{k}={v}" for k, v in size.params.items()
+            )
+            note = f"  ({size.description})" if size.description else ""
+            lines.append(f"    {size.name:<10} {params}{note}")
+        lines.append("  backends:")
+        for backend in scenario.backends.values():
+            only = f" [only at: {', '.join(sorted(backend.sizes))}]" if backend.sizes else ""
+            lines.append(
+                f"    {backend.name:<32} {backend.strategy!s:<10} {backend.engine:<6} "
+                f"{backend.description}{only}"
+            )
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""The text of `scanbench profile`: one traced call's counts (`harness.counts.Counts`), its
+dispatches by function, top kernels, loops, transfers and device-busy share."""
+
+from __future__ import annotations
+
+from harness.counts import Counts
+from harness.units import format_seconds
+
+
+def render(counts: Counts, label: str, trace_dir: str, top: int = 10) -> str:
+    """Lines for the terminal. The caller has checked that the trace itself succeeded."""
+    trace = counts.trace
+    lines = [
+        f"trace of one call of {label}: {trace_dir}",
+        "  XProf/TensorBoard: --logdir that directory; Perfetto: its perfetto_trace.json.gz",
+        f"dispatches: {trace['dispatches']}, executions: {trace['executions']}, "
+        f"kernels: {trace['kernels']}, device puts: {trace['device_puts']}",
+        "dispatches by function:",
+        *(f"  {count:>8}  {name}" for name, count in trace["dispatches_by_function"].items()),
+        f"top {top} kernels by count:",
+        *(f"  {count:>8}  {name}" for name, count in list(trace["kernels_by_op"].items())[:top]),
+    ]
+    static = counts.static
+    if static.get("available"):
+        lines.append(
+            f"static HLO estimate: {static['kernels']} kernels on this device, "
+            f"{static['launch_equivalent']} GPU launch equivalent"
+        )
+        for name, info in static["executables"].items():
+            lines += [
+                f"  {name}: loop {loop['name']} x{loop['trip_count']}: "
+                f"{loop['body_kernels']} kernels per iteration"
+                + (" (one native kernel on CPU)" if loop["cpu_native"] else "")
+                for loop in info["loops"]
+            ]
+    transfers = counts.transfers
+    if transfers:
+        d2h = transfers["note"] or transfers["d2h"]
+        lines.append(
+            f"transfers: H2D {transfers['h2d']} ({transfers['h2d_bytes']} B logged), D2H {d2h}"
+        )
+    spans = counts.spans
+    if spans:
+        lines.append(
+            f"device busy (under the profiler): {format_seconds(spans['device_busy_s'])} of "
+            f"the traced call's {format_seconds(spans['wall_s'])}, in kernels "
+            f"{format_seconds(spans['kernel_busy_s'])}; inline on the calling thread "
+            f"{format_seconds(spans['inline_busy_s'])}; host conversions: "
+            f"{spans['host_conversions']}"
+        )
+    return "\n".join(lines)
