@@ -338,7 +338,7 @@ def _run(args: argparse.Namespace) -> int:
         probes=not args.no_probes,
         count_parts=args.count_parts,
     )
-    run = runner.start(plan, invocation, out, [args.md, args.html], args.force)
+    run = runner.run(plan, invocation, out, [args.md, args.html], args.force)
     return _finish(run, out, args)
 
 

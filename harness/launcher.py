@@ -233,22 +233,37 @@ def measure_cell(
     return dataclasses.replace(record, counts=counts, decomposition=decomposition)
 
 
-def run_cells(
-    cells: Sequence[Cell],
+Measure = Callable[[Cell, Callable[[str], None]], Record]  # (cell, heartbeat sink) -> record
+
+
+def measuring(
     timing: TimingConfig,
     timeout_s: float,
-    show_progress: bool | None = None,
     environment: dict[str, Any] | None = None,
     probes: bool = True,
-    run_one: Callable[..., Record] = measure_cell,
+    count_parts: bool = False,
+) -> Measure:
+    """How a run measures each of its cells: `measure_cell` with these settings."""
+
+    def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
+        return measure_cell(cell, timing, timeout_s, environment, probes, emit, count_parts)
+
+    return measure
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    measure_one: Measure,
+    show_progress: bool | None = None,
     on_record: Callable[[Record], None] | None = None,
 ) -> list[Record]:
-    """Run every cell in order; return one record per cell. ``on_record(record)`` is
-    called as each cell finishes (the journal)."""
+    """Measure every cell in order (``measure_one(cell, emit)``; `measuring` builds the
+    usual one); return one record per cell. ``on_record(record)`` is called as each cell
+    finishes (the journal)."""
 
     def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
         cell_started = time.perf_counter()
-        record = run_one(cell, timing, timeout_s, environment, probes, emit=emit)
+        record = measure_one(cell, emit)
         if on_record is not None:
             on_record(record)
         walls.append(time.perf_counter() - cell_started)

@@ -4,7 +4,7 @@ cell, interruptible and resumable.
 
 `plan` turns what the user named into cells and timing settings, loading each scenario
 once (its facts - source, throughput unit, baseline - are stored with the run, so reports
-never load a scenario); `start` checks the outputs before anything runs (a results file
+never load a scenario); `run` checks the outputs before anything runs (a results file
 is never overwritten without ``force``, the folder must be writable), collects the
 environment and runs the plan; `resume` reopens an interrupted run from its journal (or
 results file) after checking that the code and environment are those it was started
@@ -14,7 +14,6 @@ with. Both raise `Stopped` (with what was saved) on SIGINT/SIGTERM.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from typing import Any
 from harness.api import InputError, Record, StoreError
 from harness.interrupts import Interrupted, signals_raise
 from harness.journal import Journal, journal_path, read_journal
-from harness.launcher import collect_environment, emit, measure_cell, run_cells
+from harness.launcher import collect_environment, emit, measuring, run_cells
 from harness.selection import Cell, select
 from harness.sources import file_source, load
 from harness.store import Run, ScenarioFacts, load_run, write_run
@@ -168,16 +167,10 @@ def execute(
 
     with journal, signals_raise():
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
-        run_cells(
-            todo,
-            plan.timing,
-            plan.timeout_s,
-            show_progress,
-            dict(environment),
-            plan.probes,
-            run_one=functools.partial(measure_cell, count_parts=plan.count_parts),
-            on_record=save,
+        measure = measuring(
+            plan.timing, plan.timeout_s, dict(environment), plan.probes, plan.count_parts
         )
+        run_cells(todo, measure, show_progress, on_record=save)
     journal_file.unlink(missing_ok=True)  # complete: the results file holds everything
     return Run(environment, invocation, _ordered(plan.cells, records))
 
@@ -256,7 +249,7 @@ class Stopped(Interrupted):
         )
 
 
-def start(
+def run(
     chosen: Plan,
     invocation: Mapping[str, Any],
     out: Path,

@@ -148,11 +148,11 @@ def test_durations_read_as_wall_clock(seconds, text):
 def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
     from harness.launcher import run_cells
 
-    def run_one(cell, timing, timeout, environment, probes, emit):
+    def run_one(cell, emit):
         emit("  ... heartbeat")
-        return run_cell(cell, timing, probes=False)
+        return run_cell(cell, BUDGET, probes=False)
 
-    run_cells([_cell("quick"), _cell("quick", "default")], BUDGET, 60, False, run_one=run_one)
+    run_cells([_cell("quick"), _cell("quick", "default")], run_one, False)
     err = capsys.readouterr().err
     assert "[1/2] steps/quick/smoke/float64: running" in err
     assert "  ... heartbeat" in err

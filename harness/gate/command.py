@@ -44,13 +44,13 @@ def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
     """Run cells in workers: counts-only cells first, one worker per CPU at once (counts
     do not depend on load); then the cells an invariant times (``cells[cell]``), one at
     a time with nothing else running."""
-    from harness.launcher import count_cells, run_cells
+    from harness.launcher import count_cells, measuring, run_cells
 
     counted = count_cells([cell for cell, timed in cells.items() if not timed], timeout_s)
     timed = [cell for cell, timed in cells.items() if timed]
     records = {record.key: record for record in counted}
     if timed:
-        for record in run_cells(timed, INVARIANT_TIMING, timeout_s):
+        for record in run_cells(timed, measuring(INVARIANT_TIMING, timeout_s)):
             records[record.key] = record
     return [records[cell.key] for cell in cells]
 
