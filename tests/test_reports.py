@@ -88,10 +88,12 @@ def test_html_is_self_contained_with_one_image_per_plot():
     document = html.render(build([load_run(TDMA)]))
     elements = parse(document)
     alts = images(document)
-    # one time-vs-size plot, and per size a speedup and a decomposition plot
+    # one time-vs-size and one memory-vs-size plot, and per size a speedup and a
+    # decomposition plot
     assert sorted(alts) == sorted(
         [
             "Time vs size: tridiagonal / float64",
+            "Memory vs size: tridiagonal / float64",
             *[
                 f"{kind}: tridiagonal / {size} / float64 / cpu:cpu"
                 for size in ("smoke", "default")
@@ -108,7 +110,8 @@ def test_html_is_self_contained_with_one_image_per_plot():
     ]
     assert external == []  # no network, no external files
     assert sum(tag == "figcaption" for tag, _ in elements.tags) == len(alts)
-    assert sum(tag == "table" for tag, _ in elements.tags) == 1 + 2 * 2  # glance + 2 per size
+    # at a glance, per size the timing, counts and memory tables, where the run's time went
+    assert sum(tag == "table" for tag, _ in elements.tags) == 1 + 2 * 3 + 1
 
 
 def test_two_devices_are_shown_side_by_side():
