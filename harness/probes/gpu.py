@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.probes.memory import MeasuredPeak
+from harness.probes.peak import MeasuredPeak
 from harness.probes.trace import TraceEvent
 
 DEVICE_PLANE = re.compile(r"^/device:GPU:(\d+)$")

@@ -27,31 +27,19 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import dataclasses
 import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.probes.peak import MeasuredPeak
+
 STATUS = Path("/proc/self/status")
 CLEAR_REFS = Path("/proc/self/clear_refs")
 RESET_PEAK_RSS = "5"  # proc(5): "reset the peak resident set size (VmHWM)"
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # mallopt(3)
 MMAP_THRESHOLD_BYTES = 128 * 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class MeasuredPeak:
-    """Peak memory growth of one call over the state before it (None: not measured)."""
-
-    bytes: int | None
-    method: str  # "rss": process high-water mark (CPU); "device": memory_stats (GPU)
-    exact: bool = True  # False: an upper bound
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def _status_bytes(text: str, key: str) -> int:
