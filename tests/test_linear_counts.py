@@ -90,11 +90,17 @@ def mppi_g6():
 
 
 def count(scenario, size, backend_name: str) -> Counts:
+    """Counts of a float32 cell as its worker takes them (x64 off, as there), x64 restored
+    after: the other tests of this process expect it on (tests/conftest.py)."""
+    x64 = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", False)
-    backend = scenario.backend(backend_name)
-    prepared = backend.prepare(scenario.make_inputs(size, 0, "float32"), size)
-    call_and_wait(backend.run, prepared)  # counted warm, as in the worker
-    return counts_per_call(scenario, backend, size, prepared, 0, "float32", device_info())
+    try:
+        backend = scenario.backend(backend_name)
+        prepared = backend.prepare(scenario.make_inputs(size, 0, "float32"), size)
+        call_and_wait(backend.run, prepared)  # counted warm, as in the worker
+        return counts_per_call(scenario, backend, size, prepared, 0, "float32", device_info())
+    finally:
+        jax.config.update("jax_enable_x64", x64)
 
 
 @pytest.mark.parametrize("backend", ["scanned", "sharded"])

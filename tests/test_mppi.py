@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.api import InputError, UnknownNameError
+from harness.api import InputError, Size, UnknownNameError
 from harness.probes.trace import trace_calls
 from scenarios.mppi_tuning import numba_mppi
 from scenarios.mppi_tuning.cma_loops import tune_with_cma
@@ -95,7 +95,8 @@ def test_evosax_backends_follow_the_same_trajectory():
 @functools.cache
 def held_out_evaluator(scenario_name: str):
     """Per-episode cost of a candidate z on 64 held-out episodes (never used in tuning)."""
-    config = smoke_inputs(scenario_name).config
+    scenario = bundled(scenario_name)
+    config = scenario.make_inputs(tuning_size(scenario), 0, "float32").config
     keys = jax.random.split(jax.random.key_data(jax.random.key(2**20)), 64)
 
     def costs(z):
@@ -126,13 +127,20 @@ def assert_improves(scenario_name: str, tuned_means: list[np.ndarray]) -> None:
 SEEDS = (0, 1, 2)
 
 
+def tuning_size(scenario) -> Size:
+    """Smoke, with a population and episodes long enough that two generations of CMA-ES
+    improve the objective measurably (smoke itself is sized for the time budget)."""
+    smoke = scenario.size("smoke")
+    return Size("tuning", {**smoke.params, "population": 8, "control_steps": 5})
+
+
 @pytest.mark.parametrize("scenario_name", SCENARIOS)
 def test_evosax_tuning_improves_on_held_out_episodes(scenario_name):
     """The evosax loop (sequential, sequential-eager, vmapped and scanned follow the same
     trajectory: see the trajectory and reference tests) improves the objective at smoke
     size, averaged over seeds 0, 1, 2."""
     scenario = bundled(scenario_name)
-    config = scenario.make_inputs(scenario.size("smoke"), 0, "float32").config
+    config = scenario.make_inputs(tuning_size(scenario), 0, "float32").config
     tune = jax.jit(lambda root: tune_scanned(root, config))
     means = [tune(jax.random.key_data(jax.random.key(seed))).final_mean for seed in SEEDS]
     assert_improves(scenario_name, means)
@@ -145,7 +153,7 @@ def test_cma_tuning_improves_and_numba_follows_the_same_trajectory(scenario_name
     G = 2 one unlucky first generation can go the wrong way (cma with seed 0 samples only
     sigma < 1 at first on the pendulum); the average over seeds must still improve."""
     scenario = bundled(scenario_name)
-    size = scenario.size("smoke")
+    size = tuning_size(scenario)
     library = scenario.backend("library")
     prepared = library.prepare(scenario.make_inputs(size, 0, "float32"), size)
     config = prepared["inputs"].config

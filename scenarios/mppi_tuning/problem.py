@@ -49,11 +49,11 @@ def sizes(system: str) -> dict[str, Size]:
         "smoke": _size(
             "smoke",
             "tests and CI",
-            population=8,
+            population=4,  # P x S x G = 24 eager recompiles per call (~4 s, pendulum)
             generations=2,
             samples=32,
             horizon=10,
-            control_steps=5,
+            control_steps=3,
             episodes=1,
             **base,
         ),
@@ -61,11 +61,11 @@ def sizes(system: str) -> dict[str, Size]:
             "default",
             "nox -s bench",
             population=64,
-            generations=4,  # `large` has 20: G and S keep `nox -s bench` in minutes
+            generations=4,  # `large` has 20: G, S and E keep `nox -s bench` in minutes
             samples=256,
             horizon=20,
             control_steps=10,  # `large` has 20
-            episodes=2,
+            episodes=1,  # `large` has 2
             **base,
         ),
         "large": _size(
