@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from harness.api import InputError
-from scenarios.mppi_tuning.systems import System, get_system
+from scenarios.mppi_tuning.systems import System, get_system, split
 
 LAMBDA_BOUNDS = (1e-2, 1e2)
 SIGMA_BOUNDS = (0.05, 5.0)
@@ -98,16 +98,23 @@ def params_from_candidate(z: jax.Array) -> Params:
 
 
 def rollout_costs(x: jax.Array, controls: jax.Array, config: Config) -> jax.Array:
-    """Cost of each of K control sequences (K, T) from state x, over the horizon."""
+    """Cost of each of K control sequences (K, T) from state x, over the horizon.
+
+    The K rollouts advance as one tuple of K-wide state components with the cost summed
+    in the carry, so each horizon step is one fused elementwise kernel (see
+    `scenarios.mppi_tuning.systems`)."""
     system = config.dynamics
 
-    def step(states, u):
-        states = system.step(states, u, config.dt)
-        return states, system.cost(states, u)
+    def step(carry, u):
+        states, total = carry
+        states = system.rk4(states, u, config.dt)
+        return (states, total + system.running_cost(states, u)), None
 
-    starts = jnp.broadcast_to(x, (controls.shape[0], *x.shape))
-    _, costs = lax.scan(step, starts, controls.T)
-    return costs.sum(axis=0)
+    count = controls.shape[0]
+    starts = tuple(jnp.broadcast_to(component, (count,)) for component in split(x))
+    zero = jnp.zeros((count,), controls.dtype)
+    (_, costs), _ = lax.scan(step, (starts, zero), controls.T)
+    return costs
 
 
 def command(

@@ -23,7 +23,7 @@ _C = (CARTPOLE["g"], CARTPOLE["m_cart"], CARTPOLE["m_pole"], CARTPOLE["l"])
 
 @numba.njit(cache=True, inline="always")
 def _angle_error(theta):
-    return (theta + math.pi) % (2.0 * math.pi) - math.pi
+    return theta - 2.0 * math.pi * np.round(theta / (2.0 * math.pi))
 
 
 @numba.njit(cache=True)

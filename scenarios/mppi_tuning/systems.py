@@ -4,11 +4,22 @@ Each system integrates ``x' = f(x, u)`` with one RK4 step per control interval `
 (zero-order hold on ``u``), so a state is the next *state*, never its derivative (the
 public example this scenario replaces returned the derivative as the next state and its
 rollouts blew up). Both start hanging down near ``theta = pi``; the goal is upright.
+
+The dynamics and costs are written on a state's *components* (a tuple of arrays, one per
+state variable: ``theta, omega``), so that MPPI's K rollouts run as K-wide elementwise
+loops that XLA fuses into one kernel per RK4 step. `System.step` and `System.cost` take
+and return the usual ``(..., dim)`` arrays (the plant, the episode starts). Measured on
+the pendulum's 16,384 rollouts of 20 steps (one XLA:CPU thread): states stacked as (K, 2)
+arrays and the angle wrapped with a floor modulo, 40 M RK4 steps/s; component tuples, 50 M;
+and the wrap as ``theta - 2 pi round(theta / 2 pi)`` instead of ``(theta + pi) mod 2 pi -
+pi`` (the same value but at the boundary, where its square is the same), 94-111 M: XLA:CPU
+lowers the modulo to a remainder sequence that cost more than the whole RK4 step.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import jax
@@ -17,47 +28,62 @@ import jax.numpy as jnp
 from harness.api import UnknownNameError
 
 Array = jax.Array
+Components = tuple[Array, ...]
 
 # Pendulum: theta'' = -(g / l) sin(theta) - b theta' + u / (m l^2); theta = 0 is upright.
 PENDULUM = {"g": 9.81, "l": 1.0, "m": 1.0, "b": 0.1, "u_max": 5.0}
 # Cart-pole (Barto et al. 1983 equations, frictionless): state (x, x', theta, theta').
 CARTPOLE = {"g": 9.81, "m_cart": 1.0, "m_pole": 0.1, "l": 0.5, "u_max": 10.0}
+TWO_PI = 2.0 * math.pi
 
 
 def angle_error(theta: Array) -> Array:
-    """Angle to upright, wrapped to [-pi, pi)."""
-    return (theta + jnp.pi) % (2 * jnp.pi) - jnp.pi
+    """Angle to upright, wrapped to [-pi, pi] (``theta - 2 pi round(theta / 2 pi)``)."""
+    return theta - TWO_PI * jnp.round(theta / TWO_PI)
 
 
-def pendulum_f(x: Array, u: Array) -> Array:
+def pendulum_f(s: Components, u: Array) -> Components:
     p = PENDULUM
-    theta, omega = x[..., 0], x[..., 1]
+    theta, omega = s
     accel = (p["g"] / p["l"]) * jnp.sin(theta) - p["b"] * omega + u / (p["m"] * p["l"] ** 2)
-    return jnp.stack([omega, accel], axis=-1)
+    return omega, accel
 
 
-def pendulum_cost(x: Array, u: Array) -> Array:
-    return angle_error(x[..., 0]) ** 2 + 0.1 * x[..., 1] ** 2 + 0.001 * u**2
+def pendulum_cost(s: Components, u: Array) -> Array:
+    theta, omega = s
+    return angle_error(theta) ** 2 + 0.1 * omega**2 + 0.001 * u**2
 
 
-def cartpole_f(x: Array, u: Array) -> Array:
+def cartpole_f(s: Components, u: Array) -> Components:
     p = CARTPOLE
-    theta, omega, velocity = x[..., 2], x[..., 3], x[..., 1]
+    _, velocity, theta, omega = s
     total = p["m_cart"] + p["m_pole"]
     sin, cos = jnp.sin(theta), jnp.cos(theta)
     temp = (u + p["m_pole"] * p["l"] * omega**2 * sin) / total
     alpha = (p["g"] * sin - cos * temp) / (p["l"] * (4.0 / 3.0 - p["m_pole"] * cos**2 / total))
     accel = temp - p["m_pole"] * p["l"] * alpha * cos / total
-    return jnp.stack([velocity, accel, omega, alpha], axis=-1)
+    return velocity, accel, omega, alpha
 
 
-def cartpole_cost(x: Array, u: Array) -> Array:
+def cartpole_cost(s: Components, u: Array) -> Array:
+    position, velocity, theta, omega = s
     return (
-        angle_error(x[..., 2]) ** 2
-        + 0.1 * x[..., 0] ** 2
-        + 0.01 * (x[..., 1] ** 2 + x[..., 3] ** 2)
-        + 0.001 * u**2
+        angle_error(theta) ** 2 + 0.1 * position**2 + 0.01 * (velocity**2 + omega**2) + 0.001 * u**2
     )
+
+
+def _along(s: Components, k: Components, h: float) -> Components:
+    return tuple(a + h * b for a, b in zip(s, k, strict=True))
+
+
+def split(x: Array) -> Components:
+    """A ``(..., dim)`` state as its components."""
+    return tuple(x[..., i] for i in range(x.shape[-1]))
+
+
+def join(s: Components) -> Array:
+    """Components back to a ``(..., dim)`` state."""
+    return jnp.stack(s, axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,18 +93,29 @@ class System:
     name: str
     state_dim: int
     u_max: float
-    f: Callable[[Array, Array], Array]
-    cost: Callable[[Array, Array], Array]
+    f: Callable[[Components, Array], Components]
+    running_cost: Callable[[Components, Array], Array]
     start: tuple[float, ...]
     start_noise: tuple[float, ...]
 
+    def rk4(self, s: Components, u: Array, dt: float) -> Components:
+        """One RK4 step of length ``dt`` on the components, with ``u`` held constant."""
+        k1 = self.f(s, u)
+        k2 = self.f(_along(s, k1, 0.5 * dt), u)
+        k3 = self.f(_along(s, k2, 0.5 * dt), u)
+        k4 = self.f(_along(s, k3, dt), u)
+        return tuple(
+            a + (dt / 6.0) * (b1 + 2.0 * b2 + 2.0 * b3 + b4)
+            for a, b1, b2, b3, b4 in zip(s, k1, k2, k3, k4, strict=True)
+        )
+
     def step(self, x: Array, u: Array, dt: float) -> Array:
-        """One RK4 step of length ``dt`` with ``u`` held constant."""
-        k1 = self.f(x, u)
-        k2 = self.f(x + 0.5 * dt * k1, u)
-        k3 = self.f(x + 0.5 * dt * k2, u)
-        k4 = self.f(x + dt * k3, u)
-        return x + (dt / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        """One RK4 step of a ``(..., dim)`` state."""
+        return join(self.rk4(split(x), u, dt))
+
+    def cost(self, x: Array, u: Array) -> Array:
+        """The running cost of a ``(..., dim)`` state."""
+        return self.running_cost(split(x), u)
 
     def initial_state(self, key: Array, dtype=jnp.float32) -> Array:
         """A seeded start near hanging down."""
