@@ -63,6 +63,15 @@ def test_each_kind_of_interference_is_named():
     assert stolen.reasons == ("10% of CPU time stolen by the hypervisor",)
 
 
+def test_a_cell_that_keeps_every_core_busy_itself_is_not_disturbed():
+    """Two busy device threads of a sharded cell plus the odd background task: more tasks
+    than cores, but the cell's own (measured: 2.0-2.2 runnable with 0.2 others)."""
+    own = quiet(samples=LoadSamples([2, 3, 2, 2, 2], [0, 1, 0, 0, 0]))
+    assert own.runnable_mean > 2 and not own.disturbed
+    crowded = quiet(samples=LoadSamples([3, 3, 3], [1, 1, 1]))  # a competing busy process
+    assert crowded.disturbed and "1.0 of them not this cell's" in crowded.reasons[0]
+
+
 def test_the_sampler_sees_a_busy_process(tmp_path):
     import subprocess
     import sys
