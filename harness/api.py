@@ -39,6 +39,7 @@ __all__ = [
     "HarnessError",
     "InputError",
     "MismatchError",
+    "Param",
     "Record",
     "Scenario",
     "Size",
@@ -86,6 +87,41 @@ def _identity(output: Any) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
+class Param:
+    """A keyword parameter of a backend (see `Backend.params`).
+
+    Attributes:
+        default: the value the backend is registered with (its kind: int, float or str).
+        choices: the allowed values, or None for any value of the default's kind (ints
+            must be >= 1: block sizes, unroll factors).
+        description: one line for ``scanbench list``.
+    """
+
+    default: int | float | str
+    choices: tuple[Any, ...] | None = None
+    description: str = ""
+
+    def parse(self, text: str, name: str, backend: str) -> int | float | str:
+        """A value given on the command line, as the default's kind, checked."""
+        kind = type(self.default)
+        try:
+            value = kind(text)
+        except ValueError:
+            raise InputError(
+                f"--param {name}={text}: backend {backend!r} takes a {kind.__name__}"
+            ) from None
+        self.check(value, backend, name)
+        return value
+
+    def check(self, value: Any, backend: str, name: str = "") -> None:
+        label = f"--param {name}={value}" if name else f"parameter value {value!r}"
+        if self.choices is not None and value not in self.choices:
+            raise UnknownNameError("value", str(value), [str(c) for c in self.choices], label)
+        if self.choices is None and isinstance(self.default, int) and value < 1:
+            raise InputError(f"{label}: backend {backend!r} takes an int >= 1")
+
+
+@dataclasses.dataclass(frozen=True)
 class Backend:
     """One way to compute a scenario's answer.
 
@@ -107,6 +143,16 @@ class Backend:
         estimate: optional ``estimate(inputs, size) -> {"estimated_s": ...}``: a partial
             run extrapolated to a whole one, stored with a *skipped* record so a backend
             too slow for a size is reported with its expected cost, not dropped.
+        params: the keyword parameters the backend is built with (block size, unroll,
+            ...), name -> `Param` (its default and allowed values); ``scanbench run
+            --param NAME=V1,V2`` runs one cell per value. `bind` builds the backend with
+            other values; `harness.factories.parametric` fills both in.
+        bind: ``bind(**values) -> Backend``: this backend built with those parameters.
+        xla_flags: XLA flags the backend's worker process starts with (read once, when JAX
+            starts: a cell's worker is a fresh process, so they reach only this backend),
+            e.g. a larger XLA:CPU threshold for compiling while loops into one native
+            kernel. In-process paths (pytest-benchmark, the Python API) cannot apply them
+            and say so.
         reducible_to: for a costly backend (an eager or Python loop) of a scenario with
             ``count_along``: at sizes with more units than this, the cell is first checked
             and timed with ``count_along`` at this many units; when the whole call would
@@ -128,8 +174,13 @@ class Backend:
     executables: Callable[[Any], Mapping[str, tuple[Any, int]]] | None = None
     estimate: Callable[[Any, Size], Mapping[str, float]] | None = None
     reducible_to: int | None = None
+    params: Mapping[str, Param] = dataclasses.field(default_factory=dict)
+    bind: Callable[..., Backend] | None = None
+    xla_flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if bool(self.params) != (self.bind is not None):
+            raise InputError(f"backend {self.name!r}: params and bind go together")
         units = self.reducible_to
         if units is not None and (
             not isinstance(units, int) or isinstance(units, bool) or units < 1
@@ -140,6 +191,24 @@ class Backend:
 
     def runs_at(self, size_name: str) -> bool:
         return self.sizes is None or size_name in self.sizes
+
+    def defaults(self) -> dict[str, Any]:
+        """Each parameter's default value."""
+        return {name: param.default for name, param in self.params.items()}
+
+    def with_params(self, values: Mapping[str, Any]) -> Backend:
+        """This backend built with ``values`` (each checked by its `Param`); itself when
+        ``values`` is empty."""
+        if not values:
+            return self
+        for name, value in values.items():
+            if name not in self.params:
+                raise UnknownNameError(
+                    "parameter", name, list(self.params) or ["(none)"], f"backend {self.name!r}"
+                )
+            self.params[name].check(value, self.name)
+        bound = self.bind(**{**self.defaults(), **values})
+        return dataclasses.replace(bound, params=self.params, bind=self.bind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,11 +342,13 @@ class Record:
     interference: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     devices: int | None = None  # the cell's requested device count (--devices), if any
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # how it was timed
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # --param values
 
     @property
     def key(self) -> tuple:
         """What identifies the cell this record measured (to resume a run)."""
-        return (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
+        key = (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
+        return (*key, tuple(sorted(self.params.items()))) if self.params else key
 
     @property
     def disturbed(self) -> bool:

@@ -73,6 +73,14 @@ def _cell_options(default_size: str, sizes_help: str) -> argparse.ArgumentParser
     cells.add_argument("--size", default=default_size, help=sizes_help)
     cells.add_argument("--dtype", help=f"one of {', '.join(DTYPES)}; default per scenario")
     cells.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="run each backend that declares parameter NAME once per value (e.g. "
+        "block=500,1000,2000); repeatable; `scanbench list` shows the parameters",
+    )
+    cells.add_argument(
         "--seed",
         type=_number(int, "--seed", 0, SEED_LIMIT, low_open=False),
         default=0,
@@ -259,6 +267,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _params(args: argparse.Namespace) -> dict[str, list[str]]:
+    """``--param NAME=V1,V2`` options as ``{NAME: [V1, V2]}`` (values parsed by the
+    backends that declare NAME)."""
+    params: dict[str, list[str]] = {}
+    for item in args.param:
+        name, equals, values = item.partition("=")
+        if not equals or not name.isidentifier() or name in params:
+            raise InputError(
+                f"--param {item!r}: expected NAME=V1,V2,... with each NAME given once, "
+                "e.g. --param block=500,1000"
+            )
+        params[name] = _comma_list(values, f"--param {name}", str, "values")
+    return params
+
+
 def _scenarios(args: argparse.Namespace) -> list[str]:
     """The scenarios named: catalogue names or sources, and ``--scenario-file``'s."""
     return [*args.scenario, *([file_source(args.scenario_file)] if args.scenario_file else [])]
@@ -337,6 +360,7 @@ def _run(args: argparse.Namespace) -> int:
         args.timeout,
         probes=not args.no_probes,
         count_parts=args.count_parts,
+        params=_params(args),
     )
     run = runner.run(plan, invocation, out, [args.md, args.html], args.force)
     return _finish(run, out, args)
@@ -361,7 +385,10 @@ def _profile(args: argparse.Namespace) -> int:
         raise InputError("profile needs --scenario NAME (or a source) or --scenario-file PATH")
     if len(args.backend) != 1:
         raise InputError("profile traces one cell: give exactly one --backend")
-    (cell,) = select(_scenarios(args), args.backend, args.size, args.dtype, args.seed)
+    cells = select(_scenarios(args), args.backend, args.size, args.dtype, args.seed, _params(args))
+    if len(cells) != 1:
+        raise InputError(f"profile traces one cell; these select {len(cells)}")
+    (cell,) = cells
     out = Path(args.out or f"results/profile-{cell.scenario}-{cell.backend}-{cell.size}")
     out.mkdir(parents=True, exist_ok=True)
     counts = Counts.from_json(profile_in_worker(cell, str(out.resolve()), args.timeout))
@@ -423,7 +450,7 @@ def _compare(args: argparse.Namespace) -> int:
     from harness.gate.rules import load_gates
     from harness.selection import select
 
-    cells = select(_scenarios(args), args.backend, args.size, args.dtype, args.seed)
+    cells = select(_scenarios(args), args.backend, args.size, args.dtype, args.seed, _params(args))
     settings = load_gates(args.gates).settings
     if args.blocks:
         settings = dataclasses.replace(settings, blocks=args.blocks)

@@ -26,7 +26,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.api import Backend, Size, Strategy
+from harness.api import Backend, Param, Size, Strategy
 from harness.timing import block_until_ready
 
 READY_MARK = "__scanbench_returns_ready__"
@@ -34,6 +34,21 @@ READY_MARK = "__scanbench_returns_ready__"
 
 def _identity(value: Any) -> Any:
     return value
+
+
+def parametric(make: Callable[..., Backend], **params: Param) -> Backend:
+    """A backend with keyword parameters: ``make(**values) -> Backend`` builds it with any
+    values, and it is registered with each `Param`'s default (``scanbench run --param
+    NAME=V1,V2`` sweeps them).
+
+    Example:
+        >>> scanned = parametric(
+        ...     lambda unroll: jax_backend("scan", Strategy.SCANNED, partial(f, unroll=unroll)),
+        ...     unroll=Param(1, description="lax.scan(unroll=...)"),
+        ... )
+    """
+    backend = make(**{name: param.default for name, param in params.items()})
+    return dataclasses.replace(backend, params=dict(params), bind=make)
 
 
 def returns_ready(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -82,6 +97,7 @@ def compiled_backend(
     to_reference: Callable[[Any], Any] = _identity,
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
+    xla_flags: tuple[str, ...] = (),
 ) -> Backend:
     """A backend that runs one AOT-compiled JAX executable per call.
 
@@ -93,6 +109,7 @@ def compiled_backend(
         to_reference: untimed conversion of the output back to the reference layout.
         sizes: size names the backend runs at (``None``: all).
         skip_reason: shown for the other sizes.
+        xla_flags: XLA flags its worker starts with (see `harness.api.Backend`).
     """
     return Backend(
         name=name,
@@ -105,6 +122,7 @@ def compiled_backend(
         sizes=sizes,
         skip_reason=skip_reason,
         executables=lambda prepared: {name: (prepared.executable, 1)},
+        xla_flags=xla_flags,
     )
 
 
@@ -118,6 +136,7 @@ def jax_backend(
     to_reference: Callable[[Any], Any] = _identity,
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
+    xla_flags: tuple[str, ...] = (),
 ) -> Backend:
     """A `compiled_backend` of ``fn(inputs)``: inputs placed on the default device,
     ``jax.jit(fn).lower(args).compile()`` in the untimed prepare.
@@ -143,6 +162,7 @@ def jax_backend(
         to_reference=to_reference,
         sizes=sizes,
         skip_reason=skip_reason,
+        xla_flags=xla_flags,
     )
 
 

@@ -15,11 +15,11 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.api import HarnessError, Record
+from harness.api import HarnessError, Record, Strategy
 from harness.decomposition import decompose
 from harness.heartbeat import PROGRESS_FILE, heartbeat
 from harness.interference import (
@@ -103,10 +103,27 @@ def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
         size=cell.size,
         dtype=cell.dtype,
         seed=cell.seed,
+        params=dict(cell.params),
         status="failed",
         error=error,
         wall_s=wall_s,
     )
+
+
+def worker_environ(cell: Cell, base: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a cell's worker: its devices (`harness.sharding.distributed.
+    environ_for`; a sharded backend given no device count gets one XLA:CPU device per
+    core, JAX's way to use every core of a CPU, while the other backends stay on one) and
+    the XLA flags its backend declares (`harness.api.Backend.xla_flags`)."""
+    try:
+        backend = scenario_of(cell).backend(cell.backend).with_params(dict(cell.params))
+    except Exception:  # the worker reports what is wrong with the cell
+        return environ_for(cell.devices, base)
+    environ = environ_for(cell.devices, base, per_core=backend.strategy == Strategy.SHARDED)
+    if backend.xla_flags:
+        flags = environ.get("XLA_FLAGS", "")
+        environ["XLA_FLAGS"] = " ".join([flags, *backend.xla_flags]).strip()
+    return environ
 
 
 def run_cell_in_worker(
@@ -124,7 +141,7 @@ def run_cell_in_worker(
     ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
     `harness.worker.run_cell`; ``python``: the interpreter (default: this one)."""
     started = time.perf_counter()
-    environ = environ_for(cell.devices, os.environ if environ is None else environ)
+    environ = worker_environ(cell, os.environ if environ is None else environ)
     load = LoadSamples()
     steal_before, load_before = cpu_times(), load_average()
     probe_before = calibration_probe()

@@ -205,6 +205,7 @@ def plan(
     timeout_s: float,
     probes: bool = True,
     count_parts: bool = False,
+    params: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Plan, dict[str, Any]]:
     """The cells of a new run (every size x selected cell x device count, every name
     checked) and the invocation stored with it, which holds the plan (for ``--resume``)
@@ -216,7 +217,7 @@ def plan(
     cells = [
         dataclasses.replace(cell, devices=count)
         for size in sizes
-        for cell in select(scenarios, backends, size, dtype, seed)
+        for cell in select(scenarios, backends, size, dtype, seed, params)
         for count in devices
     ]
     chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts)

@@ -5,7 +5,9 @@ selection from what the user named, checked against the scenarios before anythin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from harness.api import HarnessError, InputError, Scenario, UnknownNameError
 from harness.sources import catalogue, load, resolve
@@ -25,19 +27,31 @@ class Cell:
     seed: int = 0
     source: str = ""
     devices: int | None = None  # None: the worker's devices as they are (harness.sharding)
+    params: tuple[tuple[str, Any], ...] = ()  # the backend's parameters (--param), sorted
 
     def __post_init__(self) -> None:  # a bundled scenario may be named without its source
         object.__setattr__(self, "source", resolve(self.source or self.scenario))
+        pairs = dict(self.params.items() if isinstance(self.params, Mapping) else self.params)
+        object.__setattr__(self, "params", tuple(sorted(pairs.items())))
 
     @property
     def key(self) -> tuple:
         """Matches `Record.key` of the record that measured this cell."""
-        return (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
+        key = (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
+        return (*key, self.params) if self.params else key
 
     @property
     def label(self) -> str:
-        label = f"{self.scenario}/{self.backend}/{self.size}/{self.dtype}"
+        backend = self.backend + param_suffix(dict(self.params))
+        label = f"{self.scenario}/{backend}/{self.size}/{self.dtype}"
         return label if self.devices is None else f"{label}/{self.devices}dev"
+
+
+def param_suffix(params: Mapping[str, Any]) -> str:
+    """``[block=2000,unroll=2]`` (empty without parameters)."""
+    if not params:
+        return ""
+    return "[" + ",".join(f"{name}={value}" for name, value in sorted(params.items())) + "]"
 
 
 def scenario_of(cell: Cell) -> Scenario:
@@ -49,6 +63,18 @@ def scenario_of(cell: Cell) -> Scenario:
             f"not {cell.scenario!r}"
         )
     return scenario
+
+
+def _sweeps(backend, wanted: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """One parameter set per combination of the values ``wanted`` names that the backend
+    declares (``[{}]``: the backend at its defaults)."""
+    mine = {name: values for name, values in wanted.items() if name in backend.params}
+    parsed = {
+        name: [backend.params[name].parse(value, name, backend.name) for value in values]
+        for name, values in mine.items()
+    }
+    names = list(parsed)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*parsed.values())]
 
 
 def cell(scenario: str, backend: str, size: str, dtype: str | None = None, seed: int = 0) -> Cell:
@@ -63,6 +89,7 @@ def select(
     size: str = "default",
     dtype: str | None = None,
     seed: int = 0,
+    params: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Cell]:
     """The cells to run, validating every name against the scenarios.
 
@@ -73,6 +100,9 @@ def select(
             must exist in every selected scenario.
         size: a size name every selected scenario defines.
         dtype: ``None`` for each scenario's default dtype.
+        params: ``{name: [value, ...]}`` (``--param``): each selected backend that declares
+            a name runs once per value (per combination, for several names); the others
+            run at their defaults. A name no selected backend declares is an error.
     """
     if seed < 0:
         raise InputError(f"--seed must be >= 0, got {seed}")
@@ -91,8 +121,23 @@ def select(
         names = list(backends) or list(scenario.backends)
         for backend in names:
             scenario.backend(backend)
-        for backend in dict.fromkeys(names):
-            cells.append(Cell(scenario.name, backend, size, chosen_dtype, seed, source))
+        for name in dict.fromkeys(names):
+            backend = scenario.backend(name)
+            for values in _sweeps(backend, params or {}):
+                cells.append(
+                    Cell(scenario.name, name, size, chosen_dtype, seed, source, None, values)
+                )
     if not cells:
         raise HarnessError("nothing selected to run")
+    declared = {
+        param
+        for _, scenario in loaded
+        for name in (backends or scenario.backends)
+        for param in scenario.backend(name).params
+    }
+    for name in params or {}:
+        if name not in declared:
+            raise UnknownNameError(
+                "--param", name, sorted(declared) or ["(none)"], "the selected backends"
+            )
     return cells

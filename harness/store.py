@@ -187,6 +187,7 @@ RECORD_FIELDS: dict[str, tuple[Any, str]] = {
             "extra",
             "interference",
             "sampling",
+            "params",
         )
     },
     **{

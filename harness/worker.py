@@ -92,9 +92,10 @@ def run_cell(
     started = time.perf_counter()
     beacon.stage("load scenario", "loading the scenario")
     scenario = scenario_of(cell)
-    backend = scenario.backend(cell.backend)
+    backend = scenario.backend(cell.backend).with_params(dict(cell.params))
     size = scenario.size(cell.size)
     base: dict[str, Any] = {
+        "params": dict(cell.params),
         "scenario": scenario.name,
         "backend": backend.name,
         "strategy": str(backend.strategy),
@@ -288,7 +289,7 @@ def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
     from harness.environment import device_info
 
     scenario = scenario_of(cell)
-    backend = scenario.backend(cell.backend)
+    backend = scenario.backend(cell.backend).with_params(dict(cell.params))
     size = scenario.size(cell.size)
     configure_jax(cell.dtype)
     inputs = scenario.make_inputs(size, cell.seed, cell.dtype)

@@ -1,6 +1,10 @@
 """Stored runs as a pandas DataFrame: one row per record, with derived columns.
 
 Derived columns (all from stored values; nothing is re-measured):
+    backend, backend_name, params   the label shown (with --param values: "scanned-blocked
+                                    [block=500]"; a sharded backend that split its work over
+                                    the host's cores by default: "sharded (2 devices)"), the
+                                    registered name, and the --param values (JSON)
     median_s, iqr_s, compile_s      steady-state median and IQR, prepare (compile) time
     work_amount                     work[throughput unit] per call (e.g. systems)
     throughput                      work[throughput unit] / median (e.g. systems/s)
@@ -48,6 +52,7 @@ import pandas as pd
 
 from harness.counts import Counts
 from harness.decomposition import PARTS
+from harness.selection import param_suffix
 from harness.statistics import ratio_interval
 from harness.store import Run
 
@@ -62,10 +67,22 @@ def _device_kind(device: dict, environment: dict) -> str:
     return f"{platform}:{kind}"
 
 
-def _device_label(device: dict, environment: dict) -> str:
-    """``platform:kind``, with `` xN`` when the cell ran on N > 1 devices (--devices)."""
-    count = device.get("cell_devices", 1)
+def _device_label(device: dict, environment: dict, requested: int | None) -> str:
+    """``platform:kind``, with `` xN`` when the cell was asked to run on N > 1 devices
+    (``--devices``): such cells form tables of their own."""
+    count = device.get("cell_devices", 1) if requested is not None else 1
     return _device_kind(device, environment) + (f" x{count}" if count > 1 else "")
+
+
+def _backend_label(record) -> str:
+    """The backend's name, its ``--param`` values (``scanned-blocked[block=500]``), and
+    `` (N devices)`` for a sharded backend that split its work over the host's cores by
+    default (it shares the table of the single-device backends)."""
+    label = record.backend + param_suffix(dict(record.params))
+    count = dict(record.device).get("cell_devices", 1)
+    if record.devices is None and count > 1:
+        return f"{label} ({count} devices)"
+    return label
 
 
 def _count_columns(counts: Counts, decomposition: dict) -> dict:
@@ -148,7 +165,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "scenario": record.scenario,
                     "size": record.size,
                     "dtype": record.dtype,
-                    "device": _device_label(dict(record.device), env),
+                    "device": _device_label(dict(record.device), env, record.devices),
                     "device_kind": _device_kind(dict(record.device), env),
                     "devices": dict(record.device).get("cell_devices", 1),
                     "processes": dict(record.device).get("processes", 1),
@@ -156,7 +173,9 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "jax": (env.get("versions") or {}).get("jax", "?"),
                     "size_params": json.dumps(dict(record.size_params), sort_keys=True),
                     "baseline": baselines.get(record.scenario),
-                    "backend": record.backend,
+                    "backend": _backend_label(record),
+                    "backend_name": record.backend,
+                    "params": json.dumps(dict(record.params), sort_keys=True),
                     "strategy": record.strategy,
                     "engine": record.engine,
                     "status": record.status,
@@ -197,7 +216,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     ok_median = median.where(frame["status"] == "ok")
     same_run = [frame[key] for key in SAME_RUN]
     frame["x_fastest"] = median / ok_median.groupby(same_run, sort=False).transform("min")
-    baseline = ok_median.where(frame["backend"] == frame["baseline"])
+    baseline = ok_median.where(frame["backend_name"] == frame["baseline"])
     frame["speedup"] = baseline.groupby(same_run, sort=False).transform("max") / median
     frame["x_bandwidth"] = median / pd.to_numeric(frame["bound_s"], errors="coerce")
     frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median)

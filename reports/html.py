@@ -61,6 +61,8 @@ def _section(table: Table) -> list[str]:
         out.append(_table(table.timing))
         out += _notes(table.notes)
         out += _figure(plots.speedup_bars(table.ok, table.title))
+        for sweep in plots.parameter_sweeps(table.ok, table.title):
+            out += _figure(sweep)
     if table.counts is not None:
         out += ["<p>Where the time goes (per call):</p>", _table(table.counts)]
         out += [f"<p>{_esc(note)}</p>" for note in table.linear_notes]

@@ -26,4 +26,10 @@ def render(scenarios: Sequence[Scenario]) -> str:
                 f"    {backend.name:<32} {backend.strategy!s:<10} {backend.engine:<6} "
                 f"{backend.description}{only}"
             )
+            for name, param in backend.params.items():
+                allowed = f" (one of {', '.join(map(str, param.choices))})" if param.choices else ""
+                lines.append(
+                    f"      --param {name}=... default {param.default}{allowed}: "
+                    f"{param.description}"
+                )
     return "\n".join(lines)

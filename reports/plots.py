@@ -345,3 +345,37 @@ def _labels(ok: pd.DataFrame) -> list[str]:
     if ok["run"].nunique() > 1:
         return [f"{r.backend} (run {r.run})" for r in ok.itertuples()]
     return ok["backend"].tolist()
+
+
+def parameter_sweeps(ok: pd.DataFrame, title: str) -> list[Plot]:
+    """Median time against a backend parameter (``--param``), one plot per backend and
+    parameter measured at two or more values in one run of this table."""
+    import json
+
+    plots = []
+    swept = ok[ok["params"] != "{}"]
+    for (_, name), rows in swept.groupby(["run", "backend_name"], sort=False):
+        values = [json.loads(text) for text in rows["params"]]
+        for param in dict.fromkeys(key for value in values for key in value):
+            points = sorted(
+                (value[param], median)
+                for value, median in zip(values, rows["median_s"], strict=True)
+                if param in value and pd.notna(median)
+            )
+            if len({x for x, _ in points}) < 2:
+                continue
+            figure = Figure(figsize=(6.0, 3.2), layout="constrained")
+            axes = figure.add_subplot()
+            xs, ys = [str(x) for x, _ in points], [y for _, y in points]
+            axes.plot(xs, ys, marker="o", color=_color(rows["strategy"].iloc[0]))
+            axes.set_yscale("log")
+            _log_axis(axes.yaxis, format_seconds)
+            axes.set_xlabel(param)
+            axes.set_ylabel("median time per call")
+            best = min(points, key=lambda point: point[1])
+            caption = (
+                f"{name}: the fastest {param} measured is {best[0]} "
+                f"({format_seconds(best[1])}); other parameters at their values in the table."
+            )
+            plots.append(Plot(f"{name} vs {param}: {title}", caption, figure))
+    return plots

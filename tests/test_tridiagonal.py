@@ -97,3 +97,17 @@ def test_time_major_layout_round_trips():
     assert isinstance(time_major, Diagonals)
     assert time_major.a.shape == (100, 1_000) and time_major.a.flags.c_contiguous
     np.testing.assert_array_equal(from_time_major(time_major.d), inputs.d)
+
+
+@pytest.mark.parametrize("block", [1, 300, 1000, 4096])
+def test_blocked_solver_handles_blocks_that_do_not_divide_the_batch(block):
+    """The last block is shifted back to end at the batch (its start clamped): a few
+    systems are solved twice, with the same answer; a block larger than the batch is the
+    whole batch."""
+    from scenarios.tridiagonal.blocked import blocked_kernel
+    from scenarios.tridiagonal.scanned import from_time_major, to_time_major
+
+    _, _, inputs, expected = scenario_case("tridiagonal", "float64")
+    time_major = Diagonals(*(jax.device_put(v) for v in to_time_major(inputs)))
+    solved = jax.jit(blocked_kernel, static_argnames="block")(time_major, block=block)
+    np.testing.assert_allclose(from_time_major(solved), expected, rtol=0, atol=1e-12)

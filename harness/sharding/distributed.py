@@ -28,15 +28,27 @@ _HOST_COUNT = re.compile(r"--xla_force_host_platform_device_count=\S*")
 
 
 def environ_for(
-    devices: int | None, base: Mapping[str, str], distributed: Mapping[str, str] | None = None
+    devices: int | None,
+    base: Mapping[str, str],
+    distributed: Mapping[str, str] | None = None,
+    per_core: bool = False,
 ) -> dict[str, str]:
     """The environment of a cell worker that should see ``devices`` devices (None: as is),
-    joined to a multi-process run when ``distributed`` holds the three SCANBENCH_ settings."""
+    joined to a multi-process run when ``distributed`` holds the three SCANBENCH_ settings.
+
+    ``per_core`` (a sharded backend given no device count): one virtual XLA:CPU device per
+    core, unless ``XLA_FLAGS`` already sets a count. It changes only the CPU platform: on
+    a GPU host the backend still sees every GPU."""
     env = dict(base)
     if devices is not None:
         flags = _HOST_COUNT.sub("", env.get("XLA_FLAGS", "")).strip()
         env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
         env[DEVICES] = str(devices)
+    elif per_core and not _HOST_COUNT.search(env.get("XLA_FLAGS", "")):
+        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        count = count or os.cpu_count() or 1
+        flags = env.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
     env.update(distributed or {})
     return env
 

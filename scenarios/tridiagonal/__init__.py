@@ -5,9 +5,19 @@
 
 from __future__ import annotations
 
-from harness.api import Scenario, Strategy
-from harness.factories import host_backend, jax_backend
-from scenarios.tridiagonal import library, numba_solvers, scanned, sequential, sharded, vmapped
+import functools
+
+from harness.api import Param, Scenario, Strategy
+from harness.factories import host_backend, jax_backend, parametric
+from scenarios.tridiagonal import (
+    blocked,
+    library,
+    numba_solvers,
+    scanned,
+    sequential,
+    sharded,
+    vmapped,
+)
 from scenarios.tridiagonal.problem import SIZES, Diagonals, make_inputs, work
 from scenarios.tridiagonal.reference import check, gtsv_solve, reference
 
@@ -43,28 +53,38 @@ _BACKENDS = [
         scanned.issue_kernel,
         description="lax.scan exactly as in JAX issue #2491 (transposes inside jit)",
     ),
-    jax_backend(
-        "scanned-time-major",
-        Strategy.SCANNED,
-        scanned.time_major_kernel,
-        description="lax.scan over (n, batch) inputs; transposes outside, reverse=True",
-        layout=scanned.to_time_major,
-        to_reference=scanned.from_time_major,
-    ),
-    *(
-        jax_backend(
-            f"scanned-time-major-unroll{unroll}",
+    parametric(
+        lambda unroll: jax_backend(
+            "scanned-time-major",
             Strategy.SCANNED,
             scanned.time_major_unrolled(unroll),
-            description=f"scanned-time-major with lax.scan(unroll={unroll})",
+            description="lax.scan over (n, batch) inputs; transposes outside, reverse=True",
             layout=scanned.to_time_major,
             to_reference=scanned.from_time_major,
-        )
-        for unroll in (2, 4, 8)
+        ),
+        unroll=Param(1, description="lax.scan(unroll=...): iterations per loop body"),
     ),
-    sharded.sharded_backend(
-        "sharded",
-        description="scanned-time-major with the systems split over all devices (shard_map)",
+    parametric(
+        lambda block: jax_backend(
+            "scanned-blocked",
+            Strategy.SCANNED,
+            functools.partial(blocked.blocked_kernel, block=block),
+            description="time-major scans over blocks of systems (fori_loop), each block's "
+            "primes kept in cache; XLA:CPU loops compiled as native kernels",
+            layout=scanned.to_time_major,
+            to_reference=scanned.from_time_major,
+            xla_flags=blocked.SMALL_LOOPS,
+        ),
+        block=Param(blocked.DEFAULT_BLOCK, description="systems per block"),
+    ),
+    parametric(
+        lambda block: sharded.sharded_backend(
+            "sharded",
+            block=block,
+            description="scanned-blocked with the systems split over all devices (one per "
+            "CPU core by default; shard_map)",
+        ),
+        block=Param(blocked.DEFAULT_BLOCK, description="systems per block on each device"),
     ),
     host_backend(
         "numba-serial",

@@ -1,13 +1,18 @@
-"""The ``sharded`` backend: the time-major scan solver with the systems split over devices.
+"""The ``sharded`` backend: the blocked solver with the systems split over devices.
 
 The (n, batch) time-major diagonals are placed with ``NamedSharding(mesh, P(None,
 "systems"))`` on a 1-D mesh over the cell's devices; ``jax.shard_map`` runs
-`time_major_kernel` on each device's block of systems (no communication: the systems are
-independent). A batch that does not divide by the device count is padded with identity
-systems (b = 1, a = c = d = 0, solution 0) and the padding is cut from the result.
+`blocked.blocked_kernel` on each device's share of the systems (no communication: the
+systems are independent). On a CPU each device is one core (the runner gives a sharded
+backend one XLA:CPU device per core unless ``--devices`` says otherwise), so this is the
+JAX-native way to use every core. A batch that does not divide by the device count is
+padded with identity systems (b = 1, a = c = d = 0, solution 0) and the padding is cut
+from the result.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import numpy as np
@@ -17,8 +22,9 @@ from jax.sharding import PartitionSpec as P
 from harness.api import Backend, Size, Strategy
 from harness.factories import Compiled, compiled_backend
 from harness.sharding import placement
+from scenarios.tridiagonal.blocked import DEFAULT_BLOCK, SMALL_LOOPS, blocked_kernel
 from scenarios.tridiagonal.problem import Diagonals
-from scenarios.tridiagonal.scanned import time_major_kernel, to_time_major
+from scenarios.tridiagonal.scanned import to_time_major
 
 AXIS = "systems"
 SPEC = P(None, AXIS)  # time-major (n, batch): split the batch
@@ -36,7 +42,7 @@ def pad_systems(diagonals: Diagonals, batch: int) -> Diagonals:
     )  # fmt: skip
 
 
-def _compile(inputs: Diagonals, size: Size) -> Compiled:
+def _compile(inputs: Diagonals, size: Size, block: int) -> Compiled:
     mesh = placement.mesh_1d(AXIS)
     time_major = to_time_major(inputs)
     batch = time_major.a.shape[1]
@@ -45,7 +51,11 @@ def _compile(inputs: Diagonals, size: Size) -> Compiled:
     args = Diagonals(*(placement.put_global(v, systems) for v in padded))
     # check_vma off: the kernel's scans start from unsharded zeros (systems are independent)
     solve = jax.shard_map(
-        time_major_kernel, mesh=mesh, in_specs=(SPEC,), out_specs=SPEC, check_vma=False
+        functools.partial(blocked_kernel, block=block),
+        mesh=mesh,
+        in_specs=(SPEC,),
+        out_specs=SPEC,
+        check_vma=False,
     )
     return Compiled(jax.jit(lambda d: solve(d)[:, :batch]).lower(args).compile(), (args,))
 
@@ -54,5 +64,12 @@ def _to_reference(x: jax.Array) -> np.ndarray:
     return placement.fetch(x).T  # (n, batch) -> (batch, n)
 
 
-def sharded_backend(name: str, **kwargs) -> Backend:
-    return compiled_backend(name, Strategy.SHARDED, _compile, to_reference=_to_reference, **kwargs)
+def sharded_backend(name: str, block: int = DEFAULT_BLOCK, **kwargs) -> Backend:
+    return compiled_backend(
+        name,
+        Strategy.SHARDED,
+        functools.partial(_compile, block=block),
+        to_reference=_to_reference,
+        xla_flags=SMALL_LOOPS,
+        **kwargs,
+    )
