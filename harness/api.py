@@ -59,6 +59,7 @@ class Strategy(enum.StrEnum):
     NUMBA = "numba"  # CPU reference compiled by Numba
     LIBRARY = "library"  # a well-kept library's own solver
     SHARDED = "sharded"  # the batch split over devices with jax.sharding
+    ROOFLINE = "roofline"  # the scenario's arithmetic alone, hand-written: a limit, not a rival
 
 
 DTYPES = ("float32", "float64")
@@ -148,6 +149,10 @@ class Backend:
             --param NAME=V1,V2`` runs one cell per value. `bind` builds the backend with
             other values; `harness.factories.parametric` fills both in.
         bind: ``bind(**values) -> Backend``: this backend built with those parameters.
+        check: ``check(prepared, output) -> max_error``, for a backend whose output is
+            not the scenario's answer (a `Strategy.ROOFLINE` kernel computes the same
+            arithmetic without the loop structure): checked against that arithmetic
+            instead of the scenario's reference, as strictly (NaN, inf, a finite error).
         xla_flags: XLA flags the backend's worker process starts with (read once, when JAX
             starts: a cell's worker is a fresh process, so they reach only this backend),
             e.g. a larger XLA:CPU threshold for compiling while loops into one native
@@ -177,6 +182,7 @@ class Backend:
     params: Mapping[str, Param] = dataclasses.field(default_factory=dict)
     bind: Callable[..., Backend] | None = None
     xla_flags: tuple[str, ...] = ()
+    check: Callable[[Any, Any], float] | None = None
 
     def __post_init__(self) -> None:
         if bool(self.params) != (self.bind is not None):

@@ -71,6 +71,16 @@ def nonfinite(tree: Any) -> list[tuple[str, int, int, int]]:
     return found
 
 
+def check_of(scenario: Any, backend: Any, prepared: Any) -> CheckFn:
+    """The check a backend's output faces: the scenario's, or the backend's own
+    (`harness.api.Backend.check`: a roofline kernel computes the scenario's arithmetic, not
+    its answer, and is checked against that arithmetic)."""
+    own = getattr(backend, "check", None)
+    if own is None:
+        return scenario.check
+    return lambda output, expected, dtype: own(prepared, output)
+
+
 def checked_error(
     check: CheckFn, output: Any, expected: Any, dtype: str, where: str = "the output"
 ) -> float:

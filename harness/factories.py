@@ -221,6 +221,7 @@ def host_backend(
     warm_inputs: Callable[[Any], Any] | None = None,
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
+    check: Callable[[Any, Any], float] | None = None,
 ) -> Backend:
     """A backend that runs ``fn(inputs)`` on the host (NumPy, SciPy, Numba).
 
@@ -228,6 +229,7 @@ def host_backend(
         warm_inputs: if given, ``fn(warm_inputs(laid_out_inputs))`` is called once in
             ``prepare``: tiny inputs of the same types, so a Numba function is compiled
             for them without running the full workload.
+        check: its own check instead of the scenario's (`harness.api.Backend.check`).
         (the others as in `jax_backend`.)
     """
 
@@ -247,4 +249,5 @@ def host_backend(
         to_reference=to_reference,
         sizes=sizes,
         skip_reason=skip_reason,
+        check=check,
     )

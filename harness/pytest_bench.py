@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.api import Scenario
-from harness.checks import InputSnapshot, check_again, checked_error
+from harness.checks import InputSnapshot, check_again, check_of, checked_error
 from harness.counting import counts_per_call
 from harness.timing import call_and_wait
 
@@ -53,7 +53,8 @@ def benchmark_backend(
     prepared = backend.prepare(inputs, size)
     first = call_and_wait(backend.run, prepared)
     snapshot.verify(inputs, "during prepare or the first call")
-    checked_error(scenario.check, backend.to_reference(first), expected, dtype)
+    check = check_of(scenario, backend, prepared)
+    checked_error(check, backend.to_reference(first), expected, dtype)
     calls = [1]
 
     def timed() -> Any:
@@ -62,7 +63,7 @@ def benchmark_backend(
 
     output = benchmark(timed)
     snapshot.verify(inputs, f"during the first {calls[0]} calls")
-    check_again(scenario.check, backend.to_reference(output), expected, dtype, calls[0])
+    check_again(check, backend.to_reference(output), expected, dtype, calls[0])
     counts = counts_per_call(scenario, backend, size, prepared, seed, dtype, device_info())
     info = {
         "scenario": scenario.name,

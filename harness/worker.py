@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import Backend, Counts, Record, Scenario, Size
-from harness.checks import InputSnapshot, check_again, checked_error
+from harness.checks import InputSnapshot, check_again, check_of, checked_error
 from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
 from harness.probes.memory import tree_nbytes
@@ -197,8 +197,10 @@ def _check_and_time(
     prepare_s = time.perf_counter() - start
     output, first_call_s = time_call(backend.run, prepared)
     snapshot.verify(inputs, "during prepare or the first call")
-    max_error = checked_error(scenario.check, backend.to_reference(output), expected, cell.dtype)
-    described = scenario.describe_output(output) if scenario.describe_output else None
+    check = check_of(scenario, backend, prepared)
+    max_error = checked_error(check, backend.to_reference(output), expected, cell.dtype)
+    own_answer = scenario.describe_output is not None and backend.check is None
+    described = scenario.describe_output(output) if own_answer else None
     samples: tuple[float, ...] = ()
     sampling: dict[str, Any] = {}
     if not counts_only:
@@ -209,7 +211,7 @@ def _check_and_time(
         calls = 1 + timed.warmup_calls + len(samples)
         snapshot.verify(inputs, f"during the first {calls} calls")
         last_error = check_again(
-            scenario.check, backend.to_reference(timed.output), expected, cell.dtype, calls
+            check, backend.to_reference(timed.output), expected, cell.dtype, calls
         )
         max_error = max(max_error, last_error)
     return _Measured(
@@ -296,7 +298,8 @@ def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
     expected = scenario.reference(inputs)
     prepared = backend.prepare(inputs, size)
     output, _ = time_call(backend.run, prepared)
-    checked_error(scenario.check, backend.to_reference(output), expected, cell.dtype)
+    check = check_of(scenario, backend, prepared)
+    checked_error(check, backend.to_reference(output), expected, cell.dtype)
     from harness.counting import count_cell
 
     return count_cell(backend, prepared, device_info()["platform"], log_dir=log_dir)

@@ -21,6 +21,10 @@ Derived columns (all from stored values; nothing is re-measured):
     speedup                         baseline median / median (same run and table); the
                                     baseline is the scenario's `sequential` backend
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
+    x_roofline                      median / the median of the scenario's roofline kernel
+                                    (strategy "roofline": the same work as hand-written
+                                    arithmetic alone) in the same run and table; roofline
+                                    rows themselves are never fastest, tied or sped up
     dispatches, executions          per call, from the profiler trace
     kernels_trace, kernels_static   kernels executed on this device (trace / static HLO)
     launch_equivalent               static: body kernels x trip count (GPU launches)
@@ -213,12 +217,16 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     if frame.empty:
         return frame
     median = pd.to_numeric(frame["median_s"], errors="coerce")
-    ok_median = median.where(frame["status"] == "ok")
+    roofline = frame["strategy"] == "roofline"  # a limit, not a rival: never ranked
+    ok_median = median.where((frame["status"] == "ok") & ~roofline)
     same_run = [frame[key] for key in SAME_RUN]
     frame["x_fastest"] = median / ok_median.groupby(same_run, sort=False).transform("min")
     baseline = ok_median.where(frame["backend_name"] == frame["baseline"])
     frame["speedup"] = baseline.groupby(same_run, sort=False).transform("max") / median
+    frame.loc[roofline, ["x_fastest", "speedup"]] = None
     frame["x_bandwidth"] = median / pd.to_numeric(frame["bound_s"], errors="coerce")
+    limit = median.where(roofline & (frame["status"] == "ok"))
+    frame["x_roofline"] = median / limit.groupby(same_run, sort=False).transform("min")
     frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median)
     return frame
 

@@ -65,6 +65,8 @@ DISTURBED_MARK = " (disturbed)"
 
 
 def _x_fastest(row) -> str:
+    if row.strategy == "roofline":
+        return "(limit)"
     text = _ratio(row.x_fastest)
     if row.fastest:
         return text + " fastest"
@@ -117,7 +119,17 @@ def warmup_notes(ok: pd.DataFrame) -> list[str]:
 
 
 def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
-    """Time, compile, throughput and ratios of the cells that ran."""
+    """Time, compile, throughput and ratios of the cells that ran (with "x roofline" when
+    the table holds the scenario's roofline kernel)."""
+    table = _timing_table(ok)
+    if ok["x_roofline"].notna().any():
+        table.insert(
+            table.columns.get_loc("x BW bound"), "x roofline", ok["x_roofline"].map(_ratio).values
+        )
+    return table
+
+
+def _timing_table(ok: pd.DataFrame) -> pd.DataFrame:
     unit = ok["unit"].iloc[0] or "calls"
     baseline = ok["baseline"].iloc[0]
     medians = [
@@ -293,34 +305,35 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
 
 COLUMN_HELP = (
     "Columns: *median* and *IQR* of the steady-state time of one call (after compile and "
-    "warm-up; every call waits for its result; *≈*: measured on part of the work and "
-    "scaled, see the note under the table); *n (±)*: timed calls and the half-width of the "
-    "95% interval of the median, relative (sampling stops at ±1% or when the cell's time "
-    "budget is spent; *n=1, no interval*: one call exceeded the budget); *compile*: "
-    "untimed prepare (device "
-    "placement + JIT/Numba compilation); *speedup vs B*: median of backend B / median, "
-    "B being the scenario's sequential (Python loop) backend measured in the same run; "
-    "*x fastest*: median / fastest median of the same run in the table (*tie*: the 95% "
+    "warm-up; every call waits for its result; *≈*: measured on part of the work and scaled, "
+    "see the note under the table); *n (±)*: timed calls and the half-width of the 95% "
+    "interval of the median, relative (sampling stops at ±1% or when the cell's time budget "
+    "is spent; *n=1, no interval*: one call exceeded the budget); *compile*: untimed prepare "
+    "(device placement + JIT/Numba compilation); *speedup vs B*: median of backend B / "
+    "median, B being the scenario's sequential (Python loop) backend measured in the same "
+    "run; *x fastest*: median / fastest median of the same run in the table (*tie*: the 95% "
     "bootstrap interval of that ratio includes 1, so the two are not told apart); "
-    "*(disturbed)*: the machine was busy while the cell ran (more runnable tasks than "
-    "cores, CPU steal, or a calibration probe that drifted), see the note under the table; "
-    "*x BW bound*: median / (minimum bytes moved / measured memory bandwidth), 1.0 would be "
-    "a solver running at memory speed. Per call: *dispatches* (executable launches from the "
-    "host, profiler trace); *kernels (trace)*: kernels executed on this device; *kernels "
-    "(static)*: the same estimated from optimized HLO; *GPU launch equiv.*: loop body "
-    "kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers under "
-    "jax.transfer_guard (bytes when logged); *dispatch/launch/transfer*: counts x "
-    "unit costs measured in the same run (*transfer* priced by path: a range *a-b* when the "
-    "path is unknown); *recompile*: tracing and compilation inside the timed call, measured "
+    "*(disturbed)*: the machine was busy while the cell ran (more runnable tasks than cores, "
+    "CPU steal, or a calibration probe that drifted), see the note under the table; *x BW "
+    "bound*: median / (minimum bytes moved / measured memory bandwidth), 1.0 would be a "
+    "solver running at memory speed; *x roofline*: median / the median of the scenario's "
+    "roofline kernel (its arithmetic alone, hand-written, the same work, same run: strategy "
+    "*roofline*, shown as *(limit)* and never ranked). Per call: *dispatches* (executable "
+    "launches from the host, profiler trace); *kernels (trace)*: kernels executed on this "
+    "device; *kernels (static)*: the same estimated from optimized HLO; *GPU launch equiv.*: "
+    "loop body kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers "
+    "under jax.transfer_guard (bytes when logged); *dispatch/launch/transfer*: counts x unit "
+    "costs measured in the same run (*transfer* priced by path: a range *a-b* when the path "
+    "is unknown); *recompile*: tracing and compilation inside the timed call, measured "
     "(jax.monitoring); *device*: the share of the traced call an XLA program was executing, "
-    "measured from the trace (less the launch estimate); *host*: the rest of the median: "
-    "host work no probe names (Python, NumPy/Numba/SciPy code, waits); *(overlap N%)*: the "
-    "parts exceed the median by N% (host and device work overlapped). *memory (x min)*: "
-    "the peak memory one warm call adds to the process (CPU: resident-set high-water mark; "
-    "GPU: device memory; *≤*: bounded by an earlier peak) and (inputs + that peak) / "
-    "(inputs + output), 1.0 for a call that allocates only its output; the memory table "
-    "adds XLA's static plan (arguments + outputs + temporaries - aliased, of the largest "
-    "executable) and its largest temporaries by instruction."
+    "measured from the trace (less the launch estimate); *host*: the rest of the median: host"
+    " work no probe names (Python, NumPy/Numba/SciPy code, waits); *(overlap N%)*: the parts "
+    "exceed the median by N% (host and device work overlapped). *memory (x min)*: the peak "
+    "memory one warm call adds to the process (CPU: resident-set high-water mark; GPU: device"
+    " memory; *≤*: bounded by an earlier peak) and (inputs + that peak) / (inputs + output), "
+    "1.0 for a call that allocates only its output; the memory table adds XLA's static plan "
+    "(arguments + outputs + temporaries - aliased, of the largest executable) and its largest"
+    " temporaries by instruction."
 )
 
 
@@ -329,7 +342,8 @@ def at_a_glance(frame: pd.DataFrame) -> pd.DataFrame:
     speedup, how many cells failed or were skipped, and how many ran disturbed."""
     rows = []
     for title, group in tables(frame):
-        ok = group[group["status"] == "ok"].dropna(subset=["median_s"])
+        ok = group[(group["status"] == "ok") & (group["strategy"] != "roofline")]
+        ok = ok.dropna(subset=["median_s"])
         failed = int((group["status"] != "ok").sum())
         if ok.empty:
             rows.append(

@@ -56,6 +56,7 @@ def test_every_strategy_value():
         "numba",
         "library",
         "sharded",
+        "roofline",
     ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import jax
 import pytest
 
+from harness.checks import check_of
 from harness.worker import reduced_size
 from tests.conftest import scenario_case
 
@@ -23,14 +24,16 @@ def run_backend(scenario, backend, dtype):
         expected = scenario.reference(inputs)
     prepared = backend.prepare(inputs, size)
     output = backend.to_reference(jax.block_until_ready(backend.run(prepared)))
-    return output, expected
+    return output, expected, prepared
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_backend_matches_reference(scenario_backend, dtype):
+    """The scenario's check, or the backend's own (a roofline kernel is checked against the
+    scenario's arithmetic, `Backend.check`), exactly as the worker applies it."""
     scenario, backend = scenario_backend
     if dtype not in scenario.dtypes:
         pytest.skip(f"{scenario.name} does not support {dtype}")
-    output, expected = run_backend(scenario, backend, dtype)
-    error = scenario.check(output, expected, dtype)
+    output, expected, prepared = run_backend(scenario, backend, dtype)
+    error = check_of(scenario, backend, prepared)(output, expected, dtype)
     assert error >= 0.0

@@ -12,9 +12,11 @@ import pytest
 
 from harness.api import InputError, Size, UnknownNameError
 from harness.probes.trace import trace_calls
-from scenarios.mppi_tuning import numba_mppi
+from scenarios.mppi_tuning import numba_lanes, numba_mppi
 from scenarios.mppi_tuning.cma_loops import tune_with_cma
 from scenarios.mppi_tuning.controller import (
+    LOG_LOWER,
+    LOG_UPPER,
     Config,
     check_bounds,
     params_from_candidate,
@@ -69,7 +71,62 @@ def test_sequential_vmapped_and_numba_evaluations_agree(scenario_name):
     noise, starts = episode_noise(keys, config)
     numba = numba_mppi.evaluate_candidates(config, POPULATION, noise, starts)
     np.testing.assert_allclose(numba, vmapped, rtol=1e-3)
+    z = np.clip(POPULATION, LOG_LOWER, LOG_UPPER)
+    lanes = numba_lanes.evaluate_population(
+        numba_lanes.SYSTEM_CODES[config.system],
+        np.exp(z[:, 0]).astype(np.float32),
+        np.exp(z[:, 1]).astype(np.float32),
+        np.asarray(noise, np.float32),
+        np.asarray(starts, np.float32),
+        np.float32(config.dynamics.u_max),
+    )
+    np.testing.assert_allclose(lanes, vmapped, rtol=1e-3)  # float32 both, another order
     assert np.ptp(vmapped) > 0.05  # the candidates really differ
+
+
+def test_sincos_is_float32_accurate_in_jax_and_numba():
+    """The dynamics' sin and cos (straight-line arithmetic XLA and LLVM vectorise) agree
+    with float64 libm to 1e-7 on [-200, 200], and JAX's with Numba's to 2 float32 ulps
+    (the compilers contract different multiply-adds)."""
+    import numba
+
+    from scenarios.mppi_tuning.systems import sincos
+
+    x = np.linspace(-200.0, 200.0, 200_001).astype(np.float32)
+    sin, cos = (np.asarray(v, np.float64) for v in jax.jit(sincos)(jnp.asarray(x)))
+    exact = x.astype(np.float64)
+    assert np.abs(sin - np.sin(exact)).max() < 1e-7 and np.abs(cos - np.cos(exact)).max() < 1e-7
+
+    @numba.njit
+    def lanes_sincos(values):
+        out = np.empty((2, values.size), np.float32)
+        for i in range(values.size):
+            out[0, i], out[1, i] = numba_lanes._sincos(values[i])
+        return out
+
+    np.testing.assert_allclose(lanes_sincos(x), np.stack([sin, cos]), rtol=0, atol=2.5e-7)
+
+
+@pytest.mark.parametrize("scenario_name", SCENARIOS)
+def test_the_roofline_does_the_scenarios_work_and_checks_its_arithmetic(scenario_name):
+    """The roofline kernel runs P x G x E x S batches of K rollouts (the scenario's
+    dynamics steps), each equal to the JAX rollouts; a wrong one fails its check."""
+    from harness.api import MismatchError
+    from harness.checks import check_of
+
+    scenario = bundled(scenario_name)
+    size = scenario.size("smoke")
+    roofline = scenario.backend("roofline")
+    prepared = roofline.prepare(scenario.make_inputs(size, 0, "float32"), size)
+    costs = roofline.run(prepared)
+    p = size.params
+    batches = p["population"] * p["generations"] * p["episodes"] * p["control_steps"]
+    assert costs.size * p["horizon"] == scenario.work(size, "float32")["dynamics_steps"]
+    assert costs.shape == (batches, p["samples"])
+    check = check_of(scenario, roofline, prepared)
+    assert check(costs, None, "float32") < 1e-3
+    with pytest.raises(MismatchError, match="roofline rollouts differ"):
+        check(costs * 1.01, None, "float32")
 
 
 def test_evosax_backends_follow_the_same_trajectory():

@@ -92,7 +92,8 @@ def serve(spec: dict, channel) -> None:
     prepared = backend.prepare(inputs, size)
     output = timing.call_and_wait(backend.run, prepared)
     to_reference = getattr(backend, "to_reference", lambda value: value)
-    checks.checked_error(scenario.check, to_reference(output), expected, dtype)
+    check = getattr(checks, "check_of", lambda s, b, p: s.check)(scenario, backend, prepared)
+    checks.checked_error(check, to_reference(output), expected, dtype)
     factor = float(spec.get("slowdown", 1.0))
     (warm_s,) = timing.sample(backend.run, prepared, 1)  # warm-up, timed: sizes the blocks
     import harness

@@ -8,9 +8,10 @@ explicitly in ``backends()``; the dict keys are the CLI names.
 from __future__ import annotations
 
 from harness.api import Backend, Scenario
-from scenarios.mppi_tuning.cma_loops import library_backend, numba_backend
+from scenarios.mppi_tuning.cma_loops import library_backend, numba_backend, numba_scalar_backend
 from scenarios.mppi_tuning.jax_loops import scanned_backend, sequential_backend, vmapped_backend
 from scenarios.mppi_tuning.problem import check, make_inputs, reference, sizes, work
+from scenarios.mppi_tuning.roofline import roofline_backend
 from scenarios.mppi_tuning.sharded import sharded_backend
 from scenarios.mppi_tuning.tuning import describe
 
@@ -40,10 +41,16 @@ def backends() -> list[Backend]:
         ),
         numba_backend(
             "numba",
-            description="cma CMA-ES + Numba prange evaluation (CPU native)",
+            description="cma CMA-ES + float32 Numba evaluation, the K samples as "
+            "vectorised lanes (prange over candidates)",
+        ),
+        numba_scalar_backend(
+            "numba-scalar",
+            description="cma CMA-ES + float64 Numba evaluation, one sample at a time",
             reducible_to=2,
         ),
         library_backend("library", description="cma CMA-ES + the vmapped JAX evaluation"),
+        roofline_backend("roofline"),
     ]
 
 

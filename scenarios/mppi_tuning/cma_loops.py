@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.api import Backend, Size, Strategy
 from harness.factories import loop_backend
-from scenarios.mppi_tuning import numba_mppi
+from scenarios.mppi_tuning import numba_lanes, numba_mppi
 from scenarios.mppi_tuning.controller import LOG_LOWER, LOG_UPPER, Config
 from scenarios.mppi_tuning.objective import (
     episode_keys,
@@ -59,16 +59,46 @@ def tune_with_cma(config: Config, seed: int, evaluate_generation: Evaluator) -> 
     )
 
 
-def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
-    config = inputs.config
-    numba_mppi.compile_for(config.system)
+def _draws(config: Config):
+    """The generation's noise and starts, jitted and compiled (the same draws every
+    backend makes: `objective.episode_noise`)."""
     noise = jax.jit(lambda keys: episode_noise(keys, config))
     example = episode_keys(jax.random.key_data(jax.random.key(0)), config.episodes)
     jax.block_until_ready(noise(example))
+    return lambda gen_key: noise(episode_keys(gen_key, config.episodes))
+
+
+def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
+    """The float32 lane kernel (`numba_lanes.evaluate_population`)."""
+    config = inputs.config
+    numba_lanes.check_dt(config.dt)
+    system = numba_lanes.SYSTEM_CODES[config.system]
+    u_max = np.float32(config.dynamics.u_max)
+    draws = _draws(config)
 
     def evaluate_generation(gen_key, population):
-        draws, starts = noise(episode_keys(gen_key, config.episodes))
-        return numba_mppi.evaluate_candidates(config, population, draws, starts)
+        noise, starts = draws(gen_key)
+        z = np.clip(np.asarray(population, np.float32), LOG_LOWER, LOG_UPPER)
+        lambdas, sigmas = np.exp(z[:, 0]), np.exp(z[:, 1])
+        noise, starts = np.asarray(noise, np.float32), np.asarray(starts, np.float32)
+        return numba_lanes.evaluate_population(system, lambdas, sigmas, noise, starts, u_max)
+
+    evaluate_generation(
+        episode_keys(jax.random.key_data(jax.random.key(0)), 1)[0], np.zeros((2, 2))
+    )
+    return {"inputs": inputs, "evaluate": evaluate_generation}
+
+
+def _numba_scalar_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
+    """The float64 scalar loop (`numba_mppi`): a candidate's closed loop one sample at a
+    time, as a first port from NumPy reads."""
+    config = inputs.config
+    numba_mppi.compile_for(config.system)
+    draws = _draws(config)
+
+    def evaluate_generation(gen_key, population):
+        noise, starts = draws(gen_key)
+        return numba_mppi.evaluate_candidates(config, population, noise, starts)
 
     return {"inputs": inputs, "evaluate": evaluate_generation}
 
@@ -94,6 +124,10 @@ def _run(prepared: dict[str, Any]) -> TuningResult:
 
 def numba_backend(name: str, **kwargs) -> Backend:
     return loop_backend(name, Strategy.NUMBA, _numba_prepare, _run, engine="numba", **kwargs)
+
+
+def numba_scalar_backend(name: str, **kwargs) -> Backend:
+    return loop_backend(name, Strategy.NUMBA, _numba_scalar_prepare, _run, engine="numba", **kwargs)
 
 
 def library_backend(name: str, **kwargs) -> Backend:

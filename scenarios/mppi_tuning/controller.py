@@ -98,10 +98,11 @@ def params_from_candidate(z: jax.Array) -> Params:
 
 
 def rollout_costs(x: jax.Array, controls: jax.Array, config: Config) -> jax.Array:
-    """Cost of each of K control sequences (K, T) from state x, over the horizon.
+    """Cost of each of K control sequences, time-major (T, K), from state x, over the
+    horizon.
 
     The K rollouts advance as one tuple of K-wide state components with the cost summed
-    in the carry, so each horizon step is one fused elementwise kernel (see
+    in the carry, so each horizon step is one or two fused elementwise kernels (see
     `scenarios.mppi_tuning.systems`)."""
     system = config.dynamics
 
@@ -110,11 +111,17 @@ def rollout_costs(x: jax.Array, controls: jax.Array, config: Config) -> jax.Arra
         states = system.rk4(states, u, config.dt)
         return (states, total + system.running_cost(states, u)), None
 
-    count = controls.shape[0]
+    count = controls.shape[1]
     starts = tuple(jnp.broadcast_to(component, (count,)) for component in split(x))
     zero = jnp.zeros((count,), controls.dtype)
-    (_, costs), _ = lax.scan(step, (starts, zero), controls.T)
+    (_, costs), _ = lax.scan(step, (starts, zero), controls)
     return costs
+
+
+def noise_shape(config: Config) -> tuple[int, int]:
+    """The standard-normal draw of one control step: time-major (T, K), as the rollouts
+    consume it (a (K, T) draw cost a transpose per step)."""
+    return (config.horizon, config.samples)
 
 
 def command(
@@ -123,11 +130,11 @@ def command(
     """One MPPI update: sample, roll out, weight, return (u, next warm-started nominal)."""
     system = config.dynamics
     dtype = nominal.dtype
-    noise = jax.random.normal(key, (config.samples, config.horizon), dtype)
+    noise = jax.random.normal(key, noise_shape(config), dtype)
     sigma, lambda_ = jnp.asarray(params.sigma, dtype), jnp.asarray(params.lambda_, dtype)
-    controls = jnp.clip(nominal + sigma * noise, -system.u_max, system.u_max)
+    controls = jnp.clip(nominal[:, None] + sigma * noise, -system.u_max, system.u_max)
     costs = rollout_costs(x, controls, config)
     weights = jax.nn.softmax(-(costs - costs.min()) / lambda_)
-    nominal = weights @ controls
+    nominal = controls @ weights
     next_nominal = jnp.concatenate([nominal[1:], jnp.zeros_like(nominal[:1])])
     return nominal[0], next_nominal

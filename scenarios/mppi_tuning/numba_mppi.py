@@ -1,7 +1,7 @@
 """The closed-loop MPPI evaluation in Numba (``prange`` over candidates), float64.
 
 It consumes exactly the draws the JAX controller makes (``objective.episode_noise``:
-standard-normal noise of shape (E, S, K, T) and the episode starts), so both evaluate the
+standard-normal noise of shape (E, S, T, K) and the episode starts), so both evaluate the
 same objective; only the arithmetic differs (float64 here, float32 in JAX).
 The dynamics mirror ``systems.py`` line by line (RK4, same constants).
 """
@@ -70,9 +70,9 @@ def _rk4(system, x, u, dt, k1, k2, k3, k4, tmp):
 
 @numba.njit(cache=True, parallel=True)
 def evaluate_population(system, lambdas, sigmas, noise, starts, dt, u_max):
-    """Fitness (P,) of candidates (lambda, sigma) on noise (E, S, K, T), starts (E, dim)."""
+    """Fitness (P,) of candidates (lambda, sigma) on noise (E, S, T, K), starts (E, dim)."""
     population = lambdas.shape[0]
-    episodes, steps, samples, horizon = noise.shape
+    episodes, steps, horizon, samples = noise.shape
     dim = starts.shape[1]
     fitness = np.zeros(population)
     for p in numba.prange(population):
@@ -96,7 +96,7 @@ def evaluate_population(system, lambdas, sigmas, noise, starts, dt, u_max):
                     xs[:] = x
                     c = 0.0
                     for t in range(horizon):
-                        u = nominal[t] + sigma * noise[e, s, k, t]
+                        u = nominal[t] + sigma * noise[e, s, t, k]
                         u = min(max(u, -u_max), u_max)
                         controls[k, t] = u
                         _rk4(system, xs, u, dt, k1, k2, k3, k4, tmp)

@@ -15,7 +15,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from scenarios.mppi_tuning.controller import Config, Params, command, params_from_candidate
+from scenarios.mppi_tuning.controller import (
+    Config,
+    Params,
+    command,
+    noise_shape,
+    params_from_candidate,
+)
 
 
 def generation_key(root: jax.Array, generation) -> jax.Array:
@@ -72,7 +78,7 @@ def evaluate_population(keys: jax.Array, population: jax.Array, config: Config) 
 
 
 def episode_noise(keys: jax.Array, config: Config) -> tuple[jax.Array, jax.Array]:
-    """The standard-normal noise (E, S, K, T) and starts (E, dim) the episodes use.
+    """The standard-normal noise (E, S, T, K) and starts (E, dim) the episodes use.
 
     Lets a non-JAX evaluator (Numba) see exactly the draws ``command`` makes.
     """
@@ -83,7 +89,7 @@ def episode_noise(keys: jax.Array, config: Config) -> tuple[jax.Array, jax.Array
         steps = jnp.arange(config.control_steps)
         noise = jax.vmap(
             lambda s: jax.random.normal(
-                jax.random.fold_in(run_key, s), (config.samples, config.horizon), x0.dtype
+                jax.random.fold_in(run_key, s), noise_shape(config), x0.dtype
             )
         )(steps)
         return noise, x0

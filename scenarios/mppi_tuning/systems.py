@@ -42,10 +42,36 @@ def angle_error(theta: Array) -> Array:
     return theta - TWO_PI * jnp.round(theta / TWO_PI)
 
 
+# sin and cos as straight-line float32 arithmetic: Cody-Waite reduction by pi/2 in three
+# parts, then the Cephes single-precision minimax polynomials on [-pi/4, pi/4] (within
+# 4e-8 of sin and cos for |x| <= 200, measured), the quadrant picked by selects. The same
+# arithmetic as the Numba kernels (`numba_lanes._sincos`). XLA:CPU's own jnp.sin ran at
+# 241 M values/s against 6 G/s for a multiply-add (1 M float32 values): it was ~2/3 of
+# the rollout; this is 2.9x faster there (117 -> 336 M RK4 steps/s, one thread).
+_TWO_OVER_PI = 2.0 / math.pi
+_PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
+_SIN = (-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)
+_COS = (4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)
+
+
+def sincos(x: Array) -> tuple[Array, Array]:
+    """(sin x, cos x), float32-accurate, in arithmetic XLA vectorises (see above)."""
+    n = jnp.round(x * _TWO_OVER_PI)
+    quadrant = n.astype(jnp.int32) & 3
+    r = ((x - n * _PIO2[0]) - n * _PIO2[1]) - n * _PIO2[2]
+    z = r * r
+    s = r + r * z * (_SIN[0] + z * (_SIN[1] + z * _SIN[2]))
+    c = 1.0 - 0.5 * z + z * z * (_COS[0] + z * (_COS[1] + z * _COS[2]))
+    odd = (quadrant & 1) == 1
+    sin = jnp.where(odd, c, s) * jnp.where((quadrant & 2) == 2, -1.0, 1.0)
+    cos = jnp.where(odd, s, c) * jnp.where(((quadrant + 1) & 2) == 2, -1.0, 1.0)
+    return sin.astype(x.dtype), cos.astype(x.dtype)
+
+
 def pendulum_f(s: Components, u: Array) -> Components:
     p = PENDULUM
     theta, omega = s
-    accel = (p["g"] / p["l"]) * jnp.sin(theta) - p["b"] * omega + u / (p["m"] * p["l"] ** 2)
+    accel = (p["g"] / p["l"]) * sincos(theta)[0] - p["b"] * omega + u / (p["m"] * p["l"] ** 2)
     return omega, accel
 
 
@@ -58,7 +84,7 @@ def cartpole_f(s: Components, u: Array) -> Components:
     p = CARTPOLE
     _, velocity, theta, omega = s
     total = p["m_cart"] + p["m_pole"]
-    sin, cos = jnp.sin(theta), jnp.cos(theta)
+    sin, cos = sincos(theta)
     temp = (u + p["m_pole"] * p["l"] * omega**2 * sin) / total
     alpha = (p["g"] * sin - cos * temp) / (p["l"] * (4.0 / 3.0 - p["m_pole"] * cos**2 / total))
     accel = temp - p["m_pole"] * p["l"] * alpha * cos / total

@@ -1,0 +1,88 @@
+"""The ``roofline`` of the MPPI scenarios: their arithmetic alone, as fast as Numba runs it.
+
+Every backend's work is P x G x E x S batches of K rollouts of T RK4 steps (the
+``dynamics_steps`` of `problem.work`). This kernel does exactly that many steps, the same
+dynamics and running cost (`numba_lanes.rollout_roofline`: float32, the K samples as
+vectorised lanes, ``prange`` over batches), and nothing else: no RNG, no weighting, no
+closed loop, no CMA-ES. Its time is a limit, not a rival: the reports give every backend
+its "x roofline" (median / this median, the same work) and leave it out of the ranking.
+
+It is checked against the same arithmetic in JAX (`controller.rollout_costs` on a few
+batches), not against the scenario's reference (it computes no tuning result).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from harness.api import Backend, MismatchError, Strategy
+from harness.factories import host_backend
+from scenarios.mppi_tuning import numba_lanes
+from scenarios.mppi_tuning.controller import noise_shape, rollout_costs
+from scenarios.mppi_tuning.objective import episode_keys, episode_noise, generation_key
+from scenarios.mppi_tuning.problem import MppiInputs
+
+CHECKED_BATCHES = 4  # batches recomputed in JAX by the check
+RTOL = 1e-3  # float32 sums of T costs in another order
+
+
+def _batches(inputs: MppiInputs) -> dict[str, Any]:
+    """R = P x G x E x S batches from the episode starts, and one (T, K) control array
+    from the first episode's noise (clipped at the limit as the controller does)."""
+    config = inputs.config
+    numba_lanes.check_dt(config.dt)
+    root = jax.random.key_data(jax.random.key(inputs.seed))
+    noise, starts = episode_noise(episode_keys(generation_key(root, 0), 1), config)
+    limit = config.dynamics.u_max
+    controls = np.clip(np.asarray(noise[0, 0], np.float32), -limit, limit)
+    count = config.population * config.generations * config.episodes * config.control_steps
+    start = np.asarray(starts[0], np.float32)
+    return {
+        "system": numba_lanes.SYSTEM_CODES[config.system],
+        "starts": np.ascontiguousarray(np.broadcast_to(start, (count, start.size))),
+        "controls": np.ascontiguousarray(controls),
+        "config": config,
+    }
+
+
+def _run(batches: dict[str, Any]) -> np.ndarray:
+    return numba_lanes.rollout_roofline(batches["system"], batches["starts"], batches["controls"])
+
+
+def _check(batches: dict[str, Any], costs: np.ndarray) -> float:
+    config = batches["config"]
+    if costs.shape != (len(batches["starts"]), noise_shape(config)[1]):
+        raise MismatchError(f"roofline costs have shape {costs.shape}", float("inf"), RTOL)
+    expected = np.stack(
+        [
+            np.asarray(rollout_costs(jnp.asarray(start), jnp.asarray(batches["controls"]), config))
+            for start in batches["starts"][:CHECKED_BATCHES]
+        ]
+    )
+    error = float(np.max(np.abs(costs[:CHECKED_BATCHES] - expected) / np.abs(expected)))
+    if not error <= RTOL:
+        raise MismatchError("roofline rollouts differ from the JAX rollouts", error, RTOL)
+    return error
+
+
+def _tiny(batches: dict[str, Any]) -> dict[str, Any]:
+    """Two batches: enough to compile the kernel in the untimed prepare."""
+    return {**batches, "starts": batches["starts"][:2]}
+
+
+def roofline_backend(name: str) -> Backend:
+    return host_backend(
+        name,
+        Strategy.ROOFLINE,
+        "numba",
+        _run,
+        description="the scenario's rollouts alone in float32 Numba lanes: the limit "
+        "every backend's x roofline is measured against",
+        layout=_batches,
+        warm_inputs=_tiny,
+        check=_check,
+    )
