@@ -245,9 +245,17 @@ def measure_cell(
         )
         gpu = extra.counts.sections.get("gpu") or {"error": extra.error}
         counts = counts.with_section("gpu_command_buffers", gpu)
+    return decomposed(dataclasses.replace(record, counts=counts), environment)
+
+
+def decomposed(record: Record, environment: Mapping[str, Any]) -> Record:
+    """The record with its time decomposition (`harness.decomposition`) from the unit costs
+    measured in the run (``environment.overheads``); as it was when there are none."""
     costs = environment.get("overheads") or {}
-    decomposition = decompose(record.stats["median"], counts, costs) if costs else {}
-    return dataclasses.replace(record, counts=counts, decomposition=decomposition)
+    if record.status != "ok" or "median" not in record.stats or not costs:
+        return record
+    decomposition = decompose(record.stats["median"], record.counts, costs)
+    return dataclasses.replace(record, decomposition=decomposition)
 
 
 Measure = Callable[[Cell, Callable[[str], None]], Record]  # (cell, heartbeat sink) -> record

@@ -73,6 +73,7 @@ def benchmark_backend(
         "dtype": dtype,
         "work": dict(scenario.work(size, dtype)),
         "counts_per_call": counts.per_call(),
+        "kernels_by_op": counts.breakdowns()["kernels_by_op"],
         "probe_errors": dict(counts.errors),
     }
     benchmark.extra_info.update(info)

@@ -49,15 +49,23 @@ def configure_jax(dtype: str) -> bool:
     return x64
 
 
-def _skipped(scenario, backend, size, cell: Cell, base: dict[str, Any]) -> Record:
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What a measurement of a scenario's backend at a size is for: dtype and seed."""
+
+    dtype: str
+    seed: int = 0
+
+
+def _skipped(scenario, backend, size, target: Target, base: dict[str, Any]) -> Record:
     """A skipped record, with the backend's extrapolated cost when it can estimate one."""
     reason = backend.skip_reason or "backend does not run at this size"
     message = f"skipped at size {size.name!r}: {reason}"
     extra: dict[str, Any] = {}
     if backend.estimate is not None:
         try:
-            configure_jax(cell.dtype)
-            inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+            configure_jax(target.dtype)
+            inputs = scenario.make_inputs(size, target.seed, target.dtype)
             extra = dict(backend.estimate(inputs, size))
             estimated = extra["estimated_s"]
             message += f"; estimated {estimated:.3g} s per run (partial run, extrapolated)"
@@ -75,7 +83,7 @@ def run_cell(
     count_parts: bool = False,
     summarize: bool = True,
 ) -> Record:
-    """Prepare, check, time, then count one cell; any exception becomes a failed record.
+    """Load the cell's scenario from its source, then `measure` it.
 
     Args:
         probes: run the counting passes (trace, transfers, static HLO) after timing.
@@ -93,23 +101,62 @@ def run_cell(
     beacon.stage("load scenario", "loading the scenario")
     scenario = scenario_of(cell)
     backend = scenario.backend(cell.backend).with_params(dict(cell.params))
-    size = scenario.size(cell.size)
+    return measure(
+        scenario,
+        backend,
+        scenario.size(cell.size),
+        Target(cell.dtype, cell.seed),
+        timing,
+        devices=cell.devices,
+        params=dict(cell.params),
+        probes=probes,
+        counts_only=counts_only,
+        beacon=beacon,
+        count_parts=count_parts,
+        summarize=summarize,
+        started=started,
+    )
+
+
+def measure(
+    scenario: Scenario,
+    backend: Backend,
+    size: Size,
+    target: Target,
+    timing: TimingConfig,
+    *,
+    devices: int | None = None,
+    params: dict[str, Any] | None = None,
+    probes: bool = True,
+    counts_only: bool = False,
+    beacon: Beacon | None = None,
+    count_parts: bool = False,
+    summarize: bool = True,
+    started: float | None = None,
+    configure_x64: bool = True,
+) -> Record:
+    """Prepare, check, time, then count one backend of a scenario at a size, in this
+    process; any exception becomes a failed record (see `run_cell` for the options).
+    `harness.functions` measures a user's functions through it, as the cell worker does,
+    with ``configure_x64=False``: a user's process keeps its own ``jax_enable_x64``."""
+    beacon = beacon or Beacon(None)
+    started = time.perf_counter() if started is None else started
     base: dict[str, Any] = {
-        "params": dict(cell.params),
+        "params": dict(params or {}),
         "scenario": scenario.name,
         "backend": backend.name,
         "strategy": str(backend.strategy),
         "engine": backend.engine,
         "size": size.name,
-        "dtype": cell.dtype,
-        "seed": cell.seed,
-        "devices": cell.devices,
+        "dtype": target.dtype,
+        "seed": target.seed,
+        "devices": devices,
         "size_params": dict(size.params),
-        "work": dict(scenario.work(size, cell.dtype)),
+        "work": dict(scenario.work(size, target.dtype)),
     }
     if not backend.runs_at(size.name):
         beacon.stage("skipped: estimate", "skipped at this size: estimating its cost")
-        skipped = _skipped(scenario, backend, size, cell, base)
+        skipped = _skipped(scenario, backend, size, target, base)
         beacon.stop()
         extra = {**skipped.extra, "phases_s": beacon.stages}
         return dataclasses.replace(skipped, wall_s=time.perf_counter() - started, extra=extra)
@@ -123,16 +170,21 @@ def run_cell(
                 timing, min_time_s=0.0, max_count=timing.min_count, max_time_s=math.inf
             )
             first_call_known = False
-        base["x64"] = configure_jax(cell.dtype)
+        if configure_x64:
+            base["x64"] = configure_jax(target.dtype)
+        else:
+            import jax
+
+            base["x64"] = bool(jax.config.jax_enable_x64)
         base["device"] = {**device_info(), **cell_device_info()}
         measured = _measure(
-            scenario, backend, size, cell, timing, counts_only, first_call_known, beacon
+            scenario, backend, size, target, timing, counts_only, first_call_known, beacon
         )
         counts = Counts()
         if probes or counts_only:
             beacon.stage("counting", "counting (trace, transfers, HLO, memory)")
             device = base["device"]
-            counts = _counts(scenario, backend, size, cell, measured, device, count_parts)
+            counts = _counts(scenario, backend, size, target, measured, device, count_parts)
     except Exception as error:  # a failed cell is stored with its error; the run goes on
         beacon.stop()
         return Record(
@@ -147,7 +199,7 @@ def run_cell(
     if measured.samples and summarize:
         from harness.statistics import summarize_scaled
 
-        stats = summarize_scaled(measured.samples, timing.confidence, cell.seed, measured.factor)
+        stats = summarize_scaled(measured.samples, timing.confidence, target.seed, measured.factor)
     return Record(
         status="ok",
         prepare_s=measured.prepare_s,
@@ -183,13 +235,13 @@ class _Measured:
 
 
 def _check_and_time(
-    scenario, backend, size, cell, timing, counts_only, first_call_known, beacon: Beacon
+    scenario, backend, size, target, timing, counts_only, first_call_known, beacon: Beacon
 ):
     """Prepare, check the first call, then sample (adaptive, `harness.timing.repeat`)."""
     along = scenario.count_along
     part = f" on {size[along]} {along}" if along and size is not scenario.size(size.name) else ""
     beacon.stage("prepare and check", f"preparing and checking the first call{part}")
-    inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+    inputs = scenario.make_inputs(size, target.seed, target.dtype)
     expected = scenario.reference(inputs)
     snapshot = InputSnapshot.of(inputs)
     start = time.perf_counter()
@@ -198,7 +250,7 @@ def _check_and_time(
     output, first_call_s = time_call(backend.run, prepared)
     snapshot.verify(inputs, "during prepare or the first call")
     check = check_of(scenario, backend, prepared)
-    max_error = checked_error(check, backend.to_reference(output), expected, cell.dtype)
+    max_error = checked_error(check, backend.to_reference(output), expected, target.dtype)
     own_answer = scenario.describe_output is not None and backend.check is None
     described = scenario.describe_output(output) if own_answer else None
     samples: tuple[float, ...] = ()
@@ -211,7 +263,7 @@ def _check_and_time(
         calls = 1 + timed.warmup_calls + len(samples)
         snapshot.verify(inputs, f"during the first {calls} calls")
         last_error = check_again(
-            check, backend.to_reference(timed.output), expected, cell.dtype, calls
+            check, backend.to_reference(timed.output), expected, target.dtype, calls
         )
         max_error = max(max_error, last_error)
     return _Measured(
@@ -237,14 +289,14 @@ def reduced_size(scenario: Scenario, backend: Backend, size: Size) -> Size | Non
 
 
 def _measure(
-    scenario, backend, size, cell, timing, counts_only, first_call_known, beacon: Beacon
+    scenario, backend, size, target, timing, counts_only, first_call_known, beacon: Beacon
 ) -> _Measured:
-    """Check and time the cell; a costly backend (`Backend.reducible_to`) is measured on
+    """Check and time the target; a costly backend (`Backend.reducible_to`) is measured on
     part of the work first, and kept there, scaled, when its whole call would exceed the
     time budget (its first reduced call x the work ratio > ``max_time_s``)."""
     reduced = reduced_size(scenario, backend, size) if first_call_known else None
     if reduced is not None and not counts_only:
-        part = _check_and_time(scenario, backend, reduced, cell, timing, False, True, beacon)
+        part = _check_and_time(scenario, backend, reduced, target, timing, False, True, beacon)
         along = scenario.count_along
         factor = size[along] / reduced[along]
         predicted = part.first_call_s * factor
@@ -261,15 +313,15 @@ def _measure(
             }
             return dataclasses.replace(part, sampling=sampling, factor=factor)
     return _check_and_time(
-        scenario, backend, size, cell, timing, counts_only, first_call_known, beacon
+        scenario, backend, size, target, timing, counts_only, first_call_known, beacon
     )
 
 
 def _counts(
-    scenario, backend, size, cell, measured: _Measured, device, parts: bool = False
+    scenario, backend, size, target, measured: _Measured, device, parts: bool = False
 ) -> Counts:
     """Exact counts per call at ``size`` (`counts_per_call`: directly, or by the checked
-    linear model). A cell timed on part of the work (`_measure`) is still counted at the
+    linear model). A target timed on part of the work (`_measure`) is still counted at the
     full size: its reduced call's counts x the work ratio would scale once-per-call work
     too (setup, the one dispatch of a scanned loop)."""
     whole = measured.factor == 1.0
@@ -278,8 +330,8 @@ def _counts(
         backend,
         size,
         measured.prepared if whole else None,
-        cell.seed,
-        cell.dtype,
+        target.seed,
+        target.dtype,
         device,
         parts=parts,
         input_bytes=measured.input_bytes if whole else None,
@@ -335,6 +387,14 @@ def main(argv: list[str]) -> int:
         )
         write_json_atomic(argv[2], record.to_json())
         return 0
+    if len(argv) == 3 and argv[0] == "function":  # harness.functions.compare(isolate=True)
+        import cloudpickle
+
+        from harness.functions import measure_payload
+
+        payload = cloudpickle.loads(Path(argv[1]).read_bytes())
+        write_json_atomic(argv[2], measure_payload(payload).to_json())
+        return 0
     if len(argv) == 4 and argv[0] == "profile":
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
         write_json_atomic(argv[3], profile_cell(Cell(**spec["cell"]), argv[2]))
@@ -346,7 +406,8 @@ def main(argv: list[str]) -> int:
         write_json_atomic(argv[1], {**collect(), "overheads": measure_all()})
         return 0
     print(
-        "usage: python -m harness.worker (cell SPEC OUT | profile SPEC DIR OUT | environment OUT)",
+        "usage: python -m harness.worker (cell SPEC OUT | profile SPEC DIR OUT | "
+        "function PAYLOAD OUT | environment OUT)",
         file=sys.stderr,
     )
     return 2

@@ -21,6 +21,8 @@ Derived columns (all from stored values; nothing is re-measured):
     speedup                         baseline median / median (same run and table); the
                                     baseline is the scenario's `sequential` backend
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
+    diagnosis                       the dominant cost, its evidence and its fix
+                                    (`harness.diagnosis`), for counted, timed cells
     x_roofline                      median / the median of the scenario's roofline kernel
                                     (strategy "roofline": the same work as hand-written
                                     arithmetic alone) in the same run and table; roofline
@@ -49,6 +51,7 @@ Derived columns (all from stored values; nothing is re-measured):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 
@@ -56,6 +59,7 @@ import pandas as pd
 
 from harness.counts import Counts
 from harness.decomposition import PARTS
+from harness.diagnosis import Facts, diagnose, facts_of, summary
 from harness.selection import param_suffix
 from harness.statistics import ratio_interval
 from harness.store import Run
@@ -211,6 +215,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "gbps": work["bytes"] / median / 1e9 if "bytes" in work and median else None,
                     "bound_s": work["bytes"] / bandwidth if "bytes" in work and bandwidth else None,
                     **_count_columns(record.counts, dict(record.decomposition)),
+                    "_facts": facts_of(record, env),
                 }
             )
     frame = pd.DataFrame(rows)
@@ -228,7 +233,23 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     limit = median.where(roofline & (frame["status"] == "ok"))
     frame["x_roofline"] = median / limit.groupby(same_run, sort=False).transform("min")
     frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median)
-    return frame
+    frame["diagnosis"] = [
+        _diagnosis(facts, x_bw, x_roof)
+        for facts, x_bw, x_roof in zip(
+            frame["_facts"], frame["x_bandwidth"], frame["x_roofline"], strict=True
+        )
+    ]
+    return frame.drop(columns="_facts")
+
+
+def _diagnosis(facts: Facts | None, x_bandwidth: float, x_roofline: float) -> str:
+    if facts is None:
+        return ""
+    limits = {
+        "x_bandwidth": None if pd.isna(x_bandwidth) else float(x_bandwidth),
+        "x_roofline": None if pd.isna(x_roofline) else float(x_roofline),
+    }
+    return summary(diagnose(dataclasses.replace(facts, **limits)))
 
 
 def _fastest_and_ties(frame: pd.DataFrame, ok_median: pd.Series) -> tuple[pd.Series, pd.Series]:

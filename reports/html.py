@@ -67,6 +67,10 @@ def _section(table: Table) -> list[str]:
         out += ["<p>Where the time goes (per call):</p>", _table(table.counts)]
         out += [f"<p>{_esc(note)}</p>" for note in table.linear_notes]
         out += _figure(plots.decomposition_bars(table.ok, table.title))
+    if table.diagnoses:
+        out.append("<p>What to change:</p><ul>")
+        out += [f"<li><b>{_esc(b)}</b>: {_esc(text)}</li>" for b, text in table.diagnoses]
+        out.append("</ul>")
     if table.memory is not None:
         out += ["<p>Memory (per call):</p>", _table(table.memory)]
         out += [f"<p>{_esc(note)}</p>" for note in table.memory_notes]

@@ -33,6 +33,10 @@ def render(report: Report) -> str:
         if table.counts is not None:
             out += ["Where the time goes (per call):", "", _markdown(table.counts), ""]
             out += [f"{note}\n" for note in table.linear_notes]
+        if table.diagnoses:
+            out += ["What to change:", ""]
+            out += [f"- **{backend}**: {text}" for backend, text in table.diagnoses]
+            out.append("")
         if table.memory is not None:
             out += ["Memory (per call):", "", _markdown(table.memory), ""]
             out += [f"- {note}" for note in table.memory_notes]

@@ -50,6 +50,7 @@ class Table:
     memory: pd.DataFrame | None
     memory_notes: tuple[str, ...]
     problems: tuple[tuple[str, str, str], ...]  # (backend, status, first line of the error)
+    diagnoses: tuple[tuple[str, str], ...] = ()  # (backend, the dominant cost and its fix)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +98,7 @@ def _table(title: str, group: pd.DataFrame) -> Table:
         memory=memory_table(ok) if measured_memory else None,
         memory_notes=tuple(memory_notes(ok)) if measured_memory else (),
         problems=tuple(problems(group)),
+        diagnoses=tuple((row.backend, row.diagnosis) for row in ok.itertuples() if row.diagnosis),
     )
 
 

@@ -1,9 +1,10 @@
 """The text of `scanbench profile`: one traced call's counts (`harness.counts.Counts`), its
-dispatches by function, top kernels, loops, transfers and device-busy share."""
+dispatches by function, top kernels, loops, transfers, device-busy share and diagnosis."""
 
 from __future__ import annotations
 
 from harness.counts import Counts
+from harness.diagnosis import Facts, diagnose
 from harness.units import format_seconds
 
 
@@ -48,4 +49,7 @@ def render(counts: Counts, label: str, trace_dir: str, top: int = 10) -> str:
             f"{format_seconds(spans['inline_busy_s'])}; host conversions: "
             f"{spans['host_conversions']}"
         )
+    facts = Facts(None, counts.per_call(), counts.breakdowns()["kernels_by_op"])
+    lines.append("diagnosis (counts of one call; `scanbench run` adds their time shares):")
+    lines += [f"  {finding.text()}" for finding in diagnose(facts)]
     return "\n".join(lines)

@@ -1,26 +1,10 @@
-"""pytest-benchmark integration: JAX and device metadata in ``machine_info``; the backend
-benchmarks run only with ``--benchmark-only`` (a plain `pytest` skips them, saying so)."""
+"""The backend benchmarks run only with ``--benchmark-only`` (a plain `pytest` skips them,
+saying so); JAX's metadata in ``machine_info`` comes from the scanbench pytest plugin
+(`harness.pytest_plugin`)."""
 
 from __future__ import annotations
 
 import pytest
-
-
-def pytest_benchmark_update_machine_info(config, machine_info):
-    """Add what decides a JAX benchmark's speed to pytest-benchmark's machine info."""
-    import jax
-
-    from harness.environment import device_info
-
-    device = device_info()
-    machine_info["jax"] = {
-        "jax": jax.__version__,
-        "jaxlib": jax.lib.__version__ if hasattr(jax.lib, "__version__") else None,
-        "backend": jax.default_backend(),
-        "device_kind": device.get("device_kind"),
-        "device_count": jax.device_count(),
-        "x64": bool(jax.config.jax_enable_x64),
-    }
 
 
 def pytest_collection_modifyitems(config, items):

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/../.."
 fast=(--min-time 0.05 --min-count 3 --quiet --force)
 scanbench run --scenario tridiagonal --size smoke,default \
   --backend sequential-jax --backend scanned-issue --backend scanned-time-major \
-  --backend numba-serial --backend library-lax "${fast[@]}" --out tests/data/tdma.json
+  --backend numba-serial --backend numba-time-major --backend library-lax "${fast[@]}" \
+  --out tests/data/tdma.json
 scanbench run --scenario-file tests/scenario_files/toy.py --size smoke \
   --backend good --backend wrong --backend default-only --min-time 0.001 --min-count 3 --quiet --force \
   --out tests/data/toy-failed.json || true  # exit 1: a cell failed, as intended

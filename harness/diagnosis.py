@@ -1,0 +1,284 @@
+"""What a cell's numbers say to change: the dominant cost, its evidence and its fix.
+
+Pure rules over stored numbers (per-call counts, the time decomposition, the distance to
+a limit), each one documented here and unit-tested on synthetic counts. A rule *fires*
+when its evidence is present; a fired rule whose share of the median is at least
+`DOMINANT` names the cell's dominant cost. Shares come from `harness.decomposition`
+(counts x unit costs measured in the same run, device time from the trace).
+
+- **near a limit**: the median is within `NEAR_LIMIT` of the memory-bandwidth bound
+  (``x BW bound``: the bytes the work must move at the copy bandwidth measured in the run)
+  or of the scenario's roofline kernel (``x roofline``), and no overhead rule below has
+  a share of at least `MINOR`: nothing left to gain from the loop structure. The bound
+  assumes one perfect stream; a sweep with a dependency chain per system does not reach
+  it (the best TDMA solvers measured here sit at 2.7-3.0x), hence 3.5x, not 1.x.
+- **dispatch-bound**: more than one dispatch per call and dispatches x the measured cost
+  of one are at least `MINOR` of the median: move the loop into ``lax.scan`` or ``vmap``.
+- **transfer-bound**: host<->device round trips per call (H2D transfers and host
+  conversions such as ``np.array(x)`` or ``float(x)``) priced by path (a range when the path
+  is unknown; its middle is the share): keep values on the device inside the loop.
+- **recompiling**: traces or XLA compilations inside every call (``jax.monitoring``),
+  timed: jit once outside the loop, keep shapes and static arguments fixed.
+- **launch-bound on a GPU** (an estimate on a CPU run): GPU launch equivalents (static
+  HLO: loop bodies x trip counts) x `GPU_LAUNCH_S` per launch is a floor a GPU cannot beat
+  without fusing or command buffers (CUDA graphs); reported when that floor is at least
+  `DOMINANT` of this run's median, labelled as a prediction. On a GPU run the measured
+  launch cost (``environment.overheads.kernel_launch_s``) replaces the documented one and
+  the share is a measurement (`MINOR` then suffices).
+- **layout**: transpose kernels inside the call: the data is not in the layout the loop
+  reads (copies are named with them; alone they are mostly XLA's loop-carry copies).
+- **no dominant overhead**: nothing above reaches `DOMINANT`: the time is the work itself
+  (the device and host shares say where it runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+DOMINANT = 0.20  # a share of the median at least this names the dominant cost
+MINOR = 0.05  # below this a cost is not worth naming
+NEAR_LIMIT = 3.5  # within 3.5x of the bandwidth bound or the roofline (see above)
+UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
+# A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
+# and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
+# GPU run measures it (environment.overheads.kernel_launch_s of that run).
+GPU_LAUNCH_S = 5e-6
+
+
+class Cost(enum.StrEnum):
+    NEAR_LIMIT = "near a limit"
+    DISPATCH = "dispatch-bound"
+    TRANSFER = "transfer-bound"
+    RECOMPILE = "recompiling"
+    GPU_LAUNCH = "launch-bound on a GPU"
+    LAYOUT = "layout"
+    NONE = "no dominant overhead"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One fired rule: what, its share of the median (None: not a time), why, what to do."""
+
+    cost: Cost
+    share: float | None
+    evidence: str
+    fix: str
+    estimate: bool = False  # a prediction (GPU launches on a CPU run), not a measurement
+
+    def text(self) -> str:
+        label = f"{self.cost} (estimate)" if self.estimate else str(self.cost)
+        return f"{label}: {self.evidence}; {self.fix}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """What the rules read (from a stored record, a report row or the Python API)."""
+
+    median_s: float | None
+    per_call: Mapping[str, float | None]  # `harness.counts.Counts.per_call`
+    kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    costs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # unit costs
+    platform: str = "cpu"
+    x_bandwidth: float | None = None
+    x_roofline: float | None = None
+
+
+def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
+    """What the rules read of a stored, counted and timed record (None otherwise); the
+    distances to a limit come from the report (they need the run's other records)."""
+    if record.status != "ok" or not record.counts or "median" not in record.stats:
+        return None
+    return Facts(
+        median_s=record.stats["median"],
+        per_call=record.counts.per_call(),
+        kernels_by_op=record.counts.breakdowns()["kernels_by_op"],
+        decomposition=dict(record.decomposition),
+        costs=dict(environment.get("overheads") or {}),
+        platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
+    )
+
+
+def _get(mapping: Mapping[str, Any], key: str) -> float:
+    value = mapping.get(key)
+    return 0.0 if value is None else float(value)
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction:.0%}"
+
+
+def _near_limit(facts: Facts) -> Finding | None:
+    limits = [
+        (facts.x_bandwidth, "the memory-bandwidth bound"),
+        (facts.x_roofline, "the roofline kernel"),
+    ]
+    for ratio, what in limits:
+        if ratio is not None and ratio == ratio and ratio <= NEAR_LIMIT:
+            return Finding(
+                Cost.NEAR_LIMIT,
+                None,
+                f"{ratio:.2f}x {what}",
+                "nothing left to gain from the loop structure; only less work or data "
+                "(a smaller dtype, fewer passes) or a faster machine",
+            )
+    return None
+
+
+def _untimed(facts: Facts) -> bool:
+    """No decomposition (a profile, not a timed run): rules fire on counts alone."""
+    return not facts.decomposition
+
+
+def _dispatch(facts: Facts) -> Finding | None:
+    dispatches = _get(facts.per_call, "dispatches")
+    if _untimed(facts):
+        if dispatches < UNTIMED_COUNT:
+            return None
+        return Finding(
+            Cost.DISPATCH,
+            None,
+            f"{dispatches:,.0f} dispatches per call (a timed run gives their share)",
+            "move the loop into lax.scan or vmap (one dispatch per call)",
+        )
+    share = _get(facts.decomposition, "dispatch_fraction")
+    if dispatches <= 1 or share < MINOR:
+        return None
+    cost = facts.costs.get("dispatch_queued_s")
+    each = f" x {cost * 1e6:.1f} us" if cost else ""
+    return Finding(
+        Cost.DISPATCH,
+        share,
+        f"{dispatches:,.0f} dispatches per call{each} = {_pct(share)} of the time",
+        "move the loop into lax.scan or vmap (one dispatch per call)",
+    )
+
+
+def _transfer(facts: Facts) -> Finding | None:
+    h2d = _get(facts.per_call, "h2d")
+    conversions = _get(facts.per_call, "host_conversions")
+    low = _get(facts.decomposition, "transfer_low_fraction")
+    high = _get(facts.decomposition, "transfer_high_fraction")
+    share = _get(facts.decomposition, "transfer_fraction")
+    fix = (
+        "keep values on the device inside the loop: no np.array(x), float(x) or Python "
+        "scalars per step; convert once, outside"
+    )
+    if _untimed(facts):
+        if h2d + conversions < UNTIMED_COUNT:
+            return None
+        return Finding(
+            Cost.TRANSFER,
+            None,
+            f"{h2d:,.0f} host-to-device transfers and {conversions:,.0f} host conversions "
+            "per call (a timed run gives their share)",
+            fix,
+        )
+    if h2d + conversions <= 1 or share < MINOR:
+        return None
+    priced = _pct(share) if high - low < 0.01 else f"{_pct(low)}-{_pct(high)}"
+    return Finding(
+        Cost.TRANSFER,
+        share,
+        f"{h2d:,.0f} host-to-device transfers and {conversions:,.0f} host conversions per "
+        f"call = {priced} of the time",
+        fix,
+    )
+
+
+def _recompile(facts: Facts) -> Finding | None:
+    compiles = _get(facts.per_call, "compiles")
+    traces = _get(facts.per_call, "traces")
+    if compiles < 1 and traces < 1:
+        return None
+    share = None if _untimed(facts) else _get(facts.decomposition, "compile_fraction")
+    timed = "" if share is None else f" = {_pct(share)} of the time"
+    return Finding(
+        Cost.RECOMPILE,
+        share,
+        f"{compiles:,.0f} compilations and {traces:,.0f} traces inside every call{timed}",
+        "jit the function once, outside the loop, and call the jitted function; keep "
+        "shapes and static arguments fixed",
+    )
+
+
+def _gpu_launch(facts: Facts) -> Finding | None:
+    launches = _get(facts.per_call, "launch_equivalent")
+    if launches <= 1 or not facts.median_s:
+        return None
+    on_gpu = facts.platform == "gpu"
+    cost = (facts.costs.get("kernel_launch_s") if on_gpu else None) or GPU_LAUNCH_S
+    floor = launches * cost
+    share = floor / facts.median_s
+    if share < (MINOR if on_gpu else DOMINANT):
+        return None
+    where = "per call" if on_gpu else "per call on a GPU"
+    return Finding(
+        Cost.GPU_LAUNCH,
+        share if on_gpu else None,
+        f"{launches:,.0f} kernel launches {where} x {cost * 1e6:.0f} us = {floor * 1e3:.3g} ms "
+        f"({_pct(share)} of this median)",
+        "fuse the loop body into fewer kernels, unroll the scan, or run it as a CUDA graph "
+        "(command buffers)",
+        estimate=not on_gpu,
+    )
+
+
+def _layout(facts: Facts) -> Finding | None:
+    transposes = sum(v for k, v in facts.kernels_by_op.items() if "transpose" in k)
+    copies = sum(v for k, v in facts.kernels_by_op.items() if "copy" in k.split("/")[-1])
+    kernels = _get(facts.per_call, "kernels") or sum(facts.kernels_by_op.values())
+    if transposes < 1:
+        return None
+    return Finding(
+        Cost.LAYOUT,
+        None,
+        f"{transposes:,.0f} transpose and {copies:,.0f} copy kernels per call (of {kernels:,.0f})",
+        "keep the data in the layout the loop reads (time-major for a scan over time): "
+        "transpose once, outside the call, or choose in_axes/out_axes",
+    )
+
+
+RULES = (_dispatch, _transfer, _recompile, _gpu_launch, _layout)
+
+
+def diagnose(facts: Facts) -> tuple[Finding, ...]:
+    """Every fired rule, the dominant cost first (see the module doc); a cell with none
+    says so, with where its time runs."""
+    fired = [finding for rule in RULES if (finding := rule(facts)) is not None]
+    overheads = [f for f in fired if f.share is not None and f.share >= MINOR and not f.estimate]
+    limit = _near_limit(facts)
+    if limit is not None and not overheads:
+        return (limit, *fired)
+    timed = sorted(
+        (f for f in fired if f.share is not None and not f.estimate),
+        key=lambda f: -(f.share or 0.0),
+    )
+    rest = [f for f in fired if f not in timed]
+    if timed and (timed[0].share or 0.0) >= DOMINANT:
+        return (*timed, *rest)
+    if _untimed(facts) and rest:  # counts alone: the overheads present, by rule
+        return tuple(rest)
+    device = facts.decomposition.get("device_fraction")
+    host = facts.decomposition.get("host_fraction")
+    where = (
+        f"device {_pct(device)}, host {_pct(host)}"
+        if device is not None and host is not None
+        else "the overheads counted are small"
+    )
+    none = Finding(Cost.NONE, None, where, "the time is the work itself")
+    return (none, *timed, *rest)
+
+
+def summary(findings: Sequence[Finding]) -> str:
+    """The dominant finding's text, and the others' names."""
+    if not findings:
+        return ""
+    head, *others = findings
+    text = head.text()
+    if others:
+        text += " (also: " + ", ".join(str(f.cost) for f in others) + ")"
+    return text

@@ -1,0 +1,69 @@
+"""The ``scanbench`` pytest fixture: your function's counts and time in your own tests.
+
+Installed with scanbench (a ``pytest11`` entry point), so any test can ask for it::
+
+    def test_step_is_one_dispatch(scanbench):
+        result = scanbench(step, state, inputs)
+        assert result.counts["dispatches"] <= 1 and result.counts["h2d"] == 0
+
+It measures one function as `harness.profile` does, through pytest-benchmark's
+``benchmark`` fixture (`harness.pytest_bench.benchmark_backend`: the output checked to be
+finite and the same after the timed rounds, every round waiting for the result), counts
+one call, and puts the per-call counts in ``benchmark.extra_info`` (``--benchmark-json``
+keeps them). It also adds JAX's versions, backend, devices and x64 flag to
+pytest-benchmark's ``machine_info``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What the fixture returns: per-call counts, their breakdowns and the diagnosis."""
+
+    counts: Mapping[str, float | None]  # dispatches, kernels, launch_equivalent, h2d, ...
+    extra_info: Mapping[str, Any]  # what pytest-benchmark stores for this test
+    diagnosis: tuple[Any, ...]  # harness.diagnosis.Finding, from the counts of one call
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """Add what decides a JAX benchmark's speed to pytest-benchmark's machine info."""
+    import jax
+
+    from harness.environment import device_info
+
+    device = device_info()
+    machine_info["jax"] = {
+        "jax": jax.__version__,
+        "jaxlib": jax.lib.__version__ if hasattr(jax.lib, "__version__") else None,
+        "backend": jax.default_backend(),
+        "device_kind": device.get("device_kind"),
+        "device_count": jax.device_count(),
+        "x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+@pytest.fixture
+def scanbench(benchmark) -> Callable[..., Measured]:
+    """``scanbench(function, *args, name=None, strategy="library") -> Measured``."""
+    from harness.diagnosis import Facts, diagnose
+    from harness.functions import _dtype, scenario_of
+    from harness.pytest_bench import benchmark_backend
+
+    def measure(
+        function: Callable[..., Any], *args: Any, name: str | None = None, strategy="library"
+    ) -> Measured:
+        key = name or getattr(function, "__name__", "function")
+        scenario = scenario_of({key: function}, args, key, {key: strategy})
+        info = benchmark_backend(benchmark, scenario, key, "default", dtype=_dtype())
+        counts = info["counts_per_call"]
+        findings = diagnose(Facts(None, counts, info.get("kernels_by_op", {})))
+        return Measured(counts=counts, extra_info=info, diagnosis=findings)
+
+    return measure

@@ -1,0 +1,181 @@
+"""The diagnosis rules, each on synthetic numbers whose answer is known."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.diagnosis import DOMINANT, GPU_LAUNCH_S, Cost, Facts, diagnose, summary
+
+COSTS = {"dispatch_queued_s": 11e-6, "kernel_launch_s": 40e-9}
+
+
+def facts(**kwargs) -> Facts:
+    base = {
+        "median_s": 0.016,
+        "per_call": {"dispatches": 1, "h2d": 0, "host_conversions": 0, "compiles": 0},
+        "decomposition": {"device_fraction": 0.9, "host_fraction": 0.1},
+        "costs": COSTS,
+    }
+    return Facts(**{**base, **kwargs})
+
+
+def costs(findings) -> list[Cost]:
+    return [finding.cost for finding in findings]
+
+
+def test_a_dispatch_bound_loop_is_named_with_its_evidence_and_fix():
+    per_call = {"dispatches": 594, "h2d": 0, "host_conversions": 0}
+    (first, *_) = diagnose(facts(per_call=per_call, decomposition={"dispatch_fraction": 0.41}))
+    assert first.cost == Cost.DISPATCH and first.share == 0.41
+    assert "594 dispatches per call x 11.0 us = 41% of the time" in first.evidence
+    assert "lax.scan or vmap" in first.fix
+
+
+def test_transfers_are_priced_as_a_range_when_their_path_is_unknown():
+    per_call = {"dispatches": 1, "h2d": 358, "host_conversions": 64}
+    decomposition = {
+        "transfer_fraction": 0.30,
+        "transfer_low_fraction": 0.20,
+        "transfer_high_fraction": 0.40,
+    }
+    (first, *_) = diagnose(facts(per_call=per_call, decomposition=decomposition))
+    assert first.cost == Cost.TRANSFER and "358 host-to-device" in first.evidence
+    assert "64 host conversions" in first.evidence and "20%-40% of the time" in first.evidence
+    assert "np.array(x), float(x)" in first.fix
+
+
+def test_recompiling_every_call_is_named():
+    per_call = {"dispatches": 2674, "compiles": 80, "traces": 80}
+    decomposition = {"compile_fraction": 0.95, "dispatch_fraction": 0.02}
+    findings = diagnose(facts(per_call=per_call, decomposition=decomposition))
+    assert costs(findings)[0] == Cost.RECOMPILE and "80 compilations" in findings[0].evidence
+
+
+def test_the_dominant_cost_is_the_largest_share_and_the_others_follow():
+    per_call = {"dispatches": 7631, "h2d": 4618, "host_conversions": 1280}
+    decomposition = {
+        "dispatch_fraction": 0.25,
+        "transfer_fraction": 0.35,
+        "transfer_low_fraction": 0.35,
+        "transfer_high_fraction": 0.35,
+    }
+    findings = diagnose(facts(per_call=per_call, decomposition=decomposition))
+    assert costs(findings)[:2] == [Cost.TRANSFER, Cost.DISPATCH]
+    assert summary(findings).endswith("(also: dispatch-bound)")
+
+
+def test_below_the_dominant_share_the_cell_has_no_dominant_overhead():
+    per_call = {"dispatches": 202}
+    decomposition = {
+        "dispatch_fraction": DOMINANT / 2,
+        "device_fraction": 0.85,
+        "host_fraction": 0.05,
+    }
+    findings = diagnose(facts(per_call=per_call, decomposition=decomposition))
+    assert costs(findings) == [Cost.NONE, Cost.DISPATCH]
+    assert findings[0].evidence == "device 85%, host 5%"
+
+
+def test_gpu_launches_are_a_labelled_prediction_on_a_cpu_run():
+    launches = 12_000  # x 5 us = 60 ms: more than this 58 ms CPU median
+    per_call = {"dispatches": 1, "launch_equivalent": launches}
+    findings = diagnose(facts(per_call=per_call, median_s=0.058))
+    gpu = next(f for f in findings if f.cost == Cost.GPU_LAUNCH)
+    assert gpu.estimate and gpu.share is None and "(estimate)" in gpu.text()
+    assert f"{launches:,} kernel launches per call on a GPU x 5 us" in gpu.evidence
+    assert launches * GPU_LAUNCH_S > 0.058 * DOMINANT
+    few = diagnose(facts(per_call={"launch_equivalent": 100}, median_s=0.058))
+    assert Cost.GPU_LAUNCH not in costs(few)  # 0.5 ms of launches: not worth naming
+
+
+def test_on_a_gpu_run_the_measured_launch_cost_makes_it_a_share():
+    per_call = {"dispatches": 1, "launch_equivalent": 1000}
+    gpu_costs = {**COSTS, "kernel_launch_s": 4e-6}
+    findings = diagnose(facts(per_call=per_call, platform="gpu", costs=gpu_costs))
+    launch = next(f for f in findings if f.cost == Cost.GPU_LAUNCH)
+    assert not launch.estimate and launch.share == pytest.approx(1000 * 4e-6 / 0.016)
+
+
+def test_transposes_in_the_call_are_a_layout_finding():
+    kernels = {"jit_kernel/transpose.3": 1, "jit_kernel/copy.7": 9, "jit_kernel/fusion": 1100}
+    findings = diagnose(facts(kernels_by_op=kernels, per_call={"kernels": 1110}))
+    layout = next(f for f in findings if f.cost == Cost.LAYOUT)
+    assert "1 transpose and 9 copy kernels per call (of 1,110)" in layout.evidence
+    copies_only = {"jit_kernel/copy.7": 900, "jit_kernel/fusion": 100}
+    assert Cost.LAYOUT not in costs(diagnose(facts(kernels_by_op=copies_only)))
+
+
+@pytest.mark.parametrize(("x_bandwidth", "x_roofline"), [(3.0, None), (None, 2.4)])
+def test_a_cell_near_its_limit_says_so(x_bandwidth, x_roofline):
+    findings = diagnose(facts(x_bandwidth=x_bandwidth, x_roofline=x_roofline))
+    assert findings[0].cost == Cost.NEAR_LIMIT
+    assert "nothing left to gain from the loop structure" in findings[0].fix
+    overhead = {"dispatch_fraction": 0.3}
+    busy = diagnose(facts(x_bandwidth=x_bandwidth, x_roofline=x_roofline,
+                          per_call={"dispatches": 500}, decomposition=overhead))  # fmt: skip
+    assert busy[0].cost == Cost.DISPATCH  # an overhead to fix first
+
+
+def test_without_a_timed_run_the_counts_alone_name_the_overheads():
+    per_call = {"dispatches": 7631, "h2d": 4618, "host_conversions": 0, "compiles": 0}
+    findings = diagnose(Facts(median_s=None, per_call=per_call))
+    assert costs(findings) == [Cost.DISPATCH, Cost.TRANSFER]
+    assert "a timed run gives their share" in findings[0].evidence
+    assert diagnose(Facts(median_s=None, per_call={"dispatches": 1}))[0].cost == Cost.NONE
+
+
+# ------------------------------------------------------------------ the bundled scenarios
+
+
+def test_stored_tdma_cells_are_diagnosed_as_the_issue_describes():
+    """From a run the harness stored (tests/data/tdma.json): the best Numba solver is near
+    the bandwidth bound, the issue's scan shows its transposes, and the per-column Python
+    loop at smoke is dispatch-bound."""
+    from pathlib import Path
+
+    from harness.store import load_run
+    from reports.frame import records_frame
+
+    frame = records_frame([load_run(Path(__file__).parent / "data" / "tdma.json")])
+    rows = frame.set_index(["size", "backend"])["diagnosis"]
+    assert rows["default", "numba-time-major"].startswith("near a limit: ")
+    assert "layout" in rows["default", "scanned-issue"]
+    assert rows["smoke", "sequential-jax"].startswith("dispatch-bound: 202 dispatches")
+
+
+def counted(scenario_name: str, backend_name: str, dtype: str):
+    """A bundled cell counted in this process at smoke (x64 as the worker sets it, then
+    restored)."""
+    import jax
+
+    from harness.counting import counts_per_call
+    from harness.environment import device_info
+    from harness.timing import call_and_wait
+    from tests.conftest import bundled
+
+    x64 = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", dtype == "float64")
+    try:
+        scenario = bundled(scenario_name)
+        backend, size = scenario.backend(backend_name), scenario.size("smoke")
+        prepared = backend.prepare(scenario.make_inputs(size, 0, dtype), size)
+        call_and_wait(backend.run, prepared)
+        return counts_per_call(scenario, backend, size, prepared, 0, dtype, device_info())
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+
+
+def test_the_real_world_mppi_loop_is_named_for_its_dispatches_and_transfers():
+    counts = counted("mppi_tuning", "sequential", "float32")
+    findings = diagnose(Facts(None, counts.per_call(), counts.breakdowns()["kernels_by_op"]))
+    assert costs(findings)[:2] == [Cost.DISPATCH, Cost.TRANSFER]
+
+
+def test_the_issues_scan_is_named_for_its_transposes():
+    counts = counted("tridiagonal", "scanned-issue", "float64")
+    findings = diagnose(Facts(None, counts.per_call(), counts.breakdowns()["kernels_by_op"]))
+    layout = next(f for f in findings if f.cost == Cost.LAYOUT)
+    assert "transpose" in layout.evidence
+    time_major = counted("tridiagonal", "scanned-time-major", "float64")
+    clean = diagnose(Facts(None, time_major.per_call(), time_major.breakdowns()["kernels_by_op"]))
+    assert Cost.LAYOUT not in costs(clean)  # transposed once, outside the call
