@@ -66,25 +66,35 @@ def counts_per_call(
     (`harness.linear_counts`): exact totals plus each count's fixed and per-unit parts.
     Otherwise counted directly on one call at ``size`` (exact; no parts), using
     ``prepared`` (a warm call at ``size``, its inputs ``input_bytes``) or, when None,
-    preparing and warming it here. Memory is measured at ``size`` only, on a call of its
-    own after the counted one (`harness.probes.memory`: that call's frees, made after
-    `release_freed_memory`, return the allocator's free memory to the OS first).
+    preparing it here. A call prepared here is counted at once, and counted again only
+    when that first call traced or compiled something (a path compiled on first use: the
+    second call is then the warm one whose counts are kept); a warm-up call before every
+    count cost a whole call of the costly loops that are timed on part of their work (the
+    sequential MPPI loop at `default`: ~6 s per cell). Memory is measured at ``size``
+    only, on a call of its own after the counted one (`harness.probes.memory`: that call's
+    frees, made after `release_freed_memory`, return the allocator's free memory to the
+    OS first).
     """
     from harness.linear_counts import POINTS, linear_counts
     from harness.probes.memory import release_freed_memory, tree_nbytes
-    from harness.timing import call_and_wait
-
     platform = device["platform"]
     release_freed_memory()  # after timing: process-wide allocator settings
     inputs_of_full_size: list[int] = []
 
-    def warm(at: Size) -> Any:
+    def fresh(at: Size) -> Any:
         inputs = scenario.make_inputs(at, seed, dtype)
         if at is size:
             inputs_of_full_size.append(tree_nbytes(inputs))
-        ready = backend.prepare(inputs, at)
-        call_and_wait(backend.run, ready)  # warm: compile-on-first-call paths
-        return ready
+        return backend.prepare(inputs, at)
+
+    def count_warm(ready: Any, warm: bool) -> dict[str, Any]:
+        """Counts of a warm call: ``ready``'s next one, or, when ``ready`` was just
+        prepared and its first call compiled something, the call after that."""
+        counts = count_cell(backend, ready, platform)
+        compiled = counts.get("compilations") or {}
+        if not warm and (compiled.get("compiles") or compiled.get("traces")):
+            counts = count_cell(backend, ready, platform)
+        return counts
 
     def with_memory(counts: dict[str, Any], ready: Any | None) -> Counts:
         if ready is None:
@@ -102,13 +112,15 @@ def counts_per_call(
     n = size[along] if along else None
     modelled = isinstance(n, int) and (n > max(POINTS) or (parts and n >= min(POINTS)))
     if along is None or not modelled:
-        ready = warm(size) if prepared is None else prepared
-        return with_memory({**count_cell(backend, ready, platform), "scale": 1.0}, ready)
+        ready = fresh(size) if prepared is None else prepared
+        counts = count_warm(ready, warm=prepared is not None)
+        return with_memory({**counts, "scale": 1.0}, ready)
     points = []
     for units in POINTS:
         small = Size(f"{size.name}-{along}-{units}", {**size.params, along: units})
-        ready = prepared if units == n and prepared is not None else warm(small)
-        points.append(count_cell(backend, ready, platform))
+        given = units == n and prepared is not None
+        ready = prepared if given else fresh(small)
+        points.append(count_warm(ready, warm=given))
     return with_memory({**linear_counts(points, along, n), "scale": 1.0}, prepared)
 
 

@@ -140,3 +140,29 @@ def test_at_default_a_scanned_tuning_run_is_one_dispatch_counted_directly(backen
     per_call = counts.per_call()
     assert per_call["dispatches"] == 1 and per_call["executions"] == 1 and per_call["h2d"] == 0
     assert "linear" not in counts.sections and counts.scale == 1.0
+
+
+def test_a_cell_prepared_for_counting_is_counted_warm_without_a_warm_up_call():
+    """Prepared afresh (a cell timed on part of its work), a backend that compiles on its
+    first call is counted on its second call (warm), with no separate warm-up call."""
+    import jax.numpy as jnp
+
+    from harness.api import Backend, Strategy
+    from tests.scenario_files.steps import SCENARIO as STEPS
+
+    calls = []
+
+    def prepare(inputs, size):
+        return jax.jit(lambda x: 2.0 * x), jnp.asarray(inputs)
+
+    def run(prepared):
+        calls.append(1)
+        double, x = prepared
+        return double(x)
+
+    lazy = Backend("lazy", Strategy.SCANNED, "jax", prepare, run)
+    scenario = dataclasses.replace(STEPS, backends={"lazy": lazy})
+    size = scenario.size("four")
+    counts = counts_per_call(scenario, lazy, size, None, 0, "float64", device_info())
+    assert counts.per_call()["compiles"] == 0 and counts.per_call()["dispatches"] == 1
+    assert len(calls) == 3  # first counted call compiled, second counted, one for memory
