@@ -110,12 +110,15 @@ def work(size: Size, dtype: str) -> dict[str, float]:
 
 @dataclasses.dataclass(frozen=True)
 class Reference:
-    """The reference objective, jitted and vmapped over generations."""
+    """The reference objective of one candidate in one generation, jitted once and called
+    per generation (not vmapped over generations: a PRNG other than threefry, e.g.
+    ``JAX_DEFAULT_PRNG_IMPL=rbg``, draws other numbers under vmap than in a loop, and the
+    backends walk the generations one at a time)."""
 
     inputs: MppiInputs
 
     @functools.cached_property
-    def _evaluate_generations(self):
+    def _evaluate(self):
         """Compiled once per reference: a cell checks its first and its last output."""
         config = self.inputs.config
         root = jax.random.key_data(jax.random.key(self.inputs.seed))
@@ -124,17 +127,21 @@ class Reference:
             keys = episode_keys(generation_key(root, generation), config.episodes)
             return evaluate(keys, z, config)
 
-        count = config.generations
-        lowered = jax.jit(jax.vmap(one)).lower(
-            jax.ShapeDtypeStruct((count,), jnp.int32),
-            jax.ShapeDtypeStruct((count, 2), jnp.float32),
+        lowered = jax.jit(one).lower(
+            jax.ShapeDtypeStruct((), jnp.int32), jax.ShapeDtypeStruct((2,), jnp.float32)
         )
         return lowered.compile(REFERENCE_COMPILER_OPTIONS)
 
     def fitness_of(self, candidates: np.ndarray) -> np.ndarray:
-        generations = jnp.arange(self.inputs.config.generations, dtype=jnp.int32)
-        fitness = self._evaluate_generations(generations, jnp.asarray(candidates, jnp.float32))
-        return np.asarray(fitness, np.float64)
+        """The fitness of each generation's candidate (G, 2) on that generation's keys."""
+        candidates = jnp.asarray(candidates, jnp.float32)
+        return np.asarray(
+            [
+                self._evaluate(jnp.int32(generation), candidates[generation])
+                for generation in range(self.inputs.config.generations)
+            ],
+            np.float64,
+        )
 
 
 def reference(inputs: MppiInputs) -> Reference:
