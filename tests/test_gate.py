@@ -289,3 +289,18 @@ def test_blocks_are_shared_round_robin_between_worker_pairs():
     sampler = _round_robin(workers)
     assert [sampler(2) for _ in range(4)] == [[0.1, 0.1], [0.2, 0.2]] * 2
     assert [w.calls for w in workers] == [2, 2]
+
+
+def test_a_baseline_rule_may_set_its_own_worker_pairs_and_blocks(tmp_path):
+    path = tmp_path / "gates.toml"
+    path.write_text(
+        '[settings]\nworker_pairs = 2\nblocks = 40\n\n[[baseline]]\nscenario = "tridiagonal"\n'
+        'backend = "sequential-jax"\nsize = "smoke"\nworker_pairs = 4\n'
+    )
+    gates = load_gates(path)
+    (rule,) = gates.baselines
+    own = rule.settings(gates.settings)
+    assert (own.worker_pairs, own.blocks) == (4, 40)
+    path.write_text(path.read_text() + "blocks = 0\n")
+    with pytest.raises(InputError, match="blocks must be finite and > 0"):
+        load_gates(path)

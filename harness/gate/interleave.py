@@ -188,7 +188,8 @@ def measure_blocks(
     (baseline first for even pairs, candidate first for odd ones), and block b is taken
     by pair b mod k: a per-process speed offset (one process a few percent faster than
     an identical one, seen up to 8% between JAX workers) averages out instead of
-    deciding the comparison."""
+    deciding the comparison. A rule may set its own ``worker_pairs`` and ``blocks``."""
+    settings = rule.settings(settings)
     cpus = worker_cpus(settings.pin_workers)
     pairs = settings.worker_pairs
     with contextlib.ExitStack() as stack:

@@ -29,6 +29,7 @@
     backend = "numba-serial"
     size = "smoke"
     delta = 0.05                 # optional, default [settings] delta
+    worker_pairs = 4             # optional, default [settings] worker_pairs (also blocks)
 
 The counts file holds one ``[[count]]`` table per cell with its per-call totals and the
 per-function / per-op breakdowns that name the culprit when a total grows.
@@ -152,10 +153,17 @@ class BaselineRule:
     delta: float
     floor_s: float
     dtype: str | None = None
+    worker_pairs: int | None = None  # None: [settings] worker_pairs
+    blocks: int | None = None  # None: [settings] blocks
 
     @property
     def label(self) -> str:
         return f"{self.scenario}/{self.backend}/{self.size}"
+
+    def settings(self, settings: Settings) -> Settings:
+        """The gate's settings with this rule's own worker pairs and blocks."""
+        own = {"worker_pairs": self.worker_pairs, "blocks": self.blocks}
+        return dataclasses.replace(settings, **{k: v for k, v in own.items() if v is not None})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,8 +258,11 @@ def load_gates(path: str | Path) -> Gates:
             raw,
             where,
             {"scenario": str, "backend": str, "size": str},
-            {"dtype": str, "delta": float, "floor_s": float},
+            {"dtype": str, "delta": float, "floor_s": float, "worker_pairs": int, "blocks": int},
         )
+        for key in ("worker_pairs", "blocks"):
+            if key in raw:
+                _positive(raw[key], f"{where} {key}")
         delta = _positive(raw.pop("delta", settings.delta), f"{where} delta")
         floor = float(raw.pop("floor_s", settings.floor_s))
         if not math.isfinite(floor) or floor < 0:
