@@ -49,10 +49,6 @@ def _split(source: str) -> tuple[str, str]:
     return target, attribute
 
 
-def is_file(source: str) -> bool:
-    return _split(source)[0].endswith(".py")
-
-
 def file_source(path: str | Path, attribute: str = DEFAULT_ATTRIBUTE) -> str:
     """The source of ``attribute`` in the Python file at ``path`` (made absolute)."""
     return f"{Path(path).resolve()}:{attribute}"
