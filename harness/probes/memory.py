@@ -25,11 +25,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,9 @@ CLEAR_REFS = Path("/proc/self/clear_refs")
 RESET_PEAK_RSS = "5"  # proc(5): "reset the peak resident set size (VmHWM)"
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3  # mallopt(3)
 MMAP_THRESHOLD_BYTES = 128 * 1024
+# what `restore_allocator` sets (glibc's dynamic mmap threshold grows up to 32 MiB on 64-bit,
+# and sets the trim threshold to twice it; the top pad's default is 128 KiB)
+RESTORED = {M_MMAP_THRESHOLD: 32 << 20, M_TRIM_THRESHOLD: 64 << 20, M_TOP_PAD: 128 << 10}
 
 
 def _status_bytes(text: str, key: str) -> int:
@@ -67,25 +71,58 @@ def _settled_rss(status: Path, interval_s: float = 0.02, limit_s: float = 1.0) -
     return rss
 
 
-def release_freed_memory() -> bool:
+def _glibc() -> Any | None:
+    """glibc's ``mallopt`` and ``malloc_trim`` (as a CDLL), or None without glibc."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    except (OSError, AttributeError, TypeError):
+        return None
+    return libc
+
+
+def release_freed_memory(libc: Any | None = None) -> bool:
     """Make freed memory visible to the RSS (glibc): fix the mmap threshold at 128 KiB, so
     every larger buffer is mapped when allocated and unmapped when freed (the dynamic
     threshold would otherwise serve repeated buffers from the heap, reused unseen), and
-    return the heap's free pages (``malloc_trim(0)``). Process-wide: called only after
+    return the heap's free pages (``malloc_trim(0)``). Process-wide, and it makes every
+    large allocation a fresh mapping: used only inside `freed_memory_visible`, after
     timing. False where there is no glibc."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt, trim = libc.mallopt, libc.malloc_trim
-    except (OSError, AttributeError, TypeError):
+    libc = libc or _glibc()
+    if libc is None:
         return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    trim.argtypes = [ctypes.c_size_t]
-    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-    mallopt(M_TRIM_THRESHOLD, 0)
-    mallopt(M_TOP_PAD, 0)
-    trim(0)
+    libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+    libc.mallopt(M_TRIM_THRESHOLD, 0)
+    libc.mallopt(M_TOP_PAD, 0)
+    libc.malloc_trim(0)
     return True
+
+
+def restore_allocator(libc: Any | None = None) -> bool:
+    """Undo `release_freed_memory` for the calls that follow in this process. glibc cannot
+    turn its dynamic thresholds back on once they were set, so the values they grow to in
+    a process that reuses large buffers are set: the mmap threshold at its 64-bit maximum
+    (32 MiB), the trim threshold at twice that, the top pad at its default (128 KiB)."""
+    libc = libc or _glibc()
+    if libc is None:
+        return False
+    for option, value in RESTORED.items():
+        libc.mallopt(option, value)
+    return True
+
+
+@contextlib.contextmanager
+def freed_memory_visible() -> Iterator[bool]:
+    """`release_freed_memory` for the duration of the block, `restore_allocator` after it
+    (yields False without glibc)."""
+    libc = _glibc()
+    released = release_freed_memory(libc) if libc is not None else False
+    try:
+        yield released
+    finally:
+        if released:
+            restore_allocator(libc)
 
 
 def rss_peak(
