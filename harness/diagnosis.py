@@ -27,6 +27,11 @@ when its evidence is present; a fired rule whose share of the median is at least
   the share is a measurement (`MINOR` then suffices).
 - **layout**: transpose kernels inside the call: the data is not in the layout the loop
   reads (copies are named with them; alone they are mostly XLA's loop-carry copies).
+- **temporaries**: XLA plans temporaries of at least `TEMPORARIES_DOMINATE` of the
+  minimum the work holds (inputs + output, when that minimum is at least
+  `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share), e.g. the
+  forward scan's stacked primes, 2 x n x batch floats. Keep per-step results out of the
+  scan's stacked outputs (block the work so they stay small) or transpose outside the call.
 - **no dominant overhead**: nothing above reaches `DOMINANT`: the time is the work itself
   (the device and host shares say where it runs).
 """
@@ -41,6 +46,8 @@ from typing import Any
 DOMINANT = 0.20  # a share of the median at least this names the dominant cost
 MINOR = 0.05  # below this a cost is not worth naming
 NEAR_LIMIT = 3.5  # within 3.5x of the bandwidth bound or the roofline (see above)
+TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / the work's minimum from which they are named
+MEANINGFUL_MINIMUM_BYTES = 2**20  # below this (MPPI's 56-byte inputs) no ratio means much
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
 # A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
@@ -55,6 +62,7 @@ class Cost(enum.StrEnum):
     RECOMPILE = "recompiling"
     GPU_LAUNCH = "launch-bound on a GPU"
     LAYOUT = "layout"
+    TEMPORARIES = "temporaries"
     NONE = "no dominant overhead"
 
 
@@ -85,6 +93,7 @@ class Facts:
     platform: str = "cpu"
     x_bandwidth: float | None = None
     x_roofline: float | None = None
+    memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.memory
 
 
 def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
@@ -99,6 +108,7 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         decomposition=dict(record.decomposition),
         costs=dict(environment.get("overheads") or {}),
         platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
+        memory=dict(record.counts.section("memory")),
     )
 
 
@@ -242,7 +252,29 @@ def _layout(facts: Facts) -> Finding | None:
     )
 
 
-RULES = (_dispatch, _transfer, _recompile, _gpu_launch, _layout)
+def _megabytes(count: float) -> str:
+    return f"{count / 1e6:,.1f} MB"
+
+
+def _temporaries(facts: Facts) -> Finding | None:
+    temp, minimum = facts.memory.get("temp_bytes"), facts.memory.get("minimum_bytes")
+    if not temp or not minimum or minimum < MEANINGFUL_MINIMUM_BYTES:
+        return None
+    if temp < TEMPORARIES_DOMINATE * minimum:
+        return None
+    named = list(facts.memory.get("temporaries") or [])[:3]
+    largest = ", ".join(f"{t['instruction']} {_megabytes(t['bytes'])}" for t in named)
+    return Finding(
+        Cost.TEMPORARIES,
+        None,
+        f"XLA plans {_megabytes(temp)} of temporaries per call, {temp / minimum:.1f}x the "
+        f"{_megabytes(minimum)} the work must hold" + (f" (largest: {largest})" if largest else ""),
+        "keep per-step results out of the scan's stacked outputs (block the work so they "
+        "stay small) and transpose outside the call",
+    )
+
+
+RULES = (_dispatch, _transfer, _recompile, _gpu_launch, _layout, _temporaries)
 
 
 def diagnose(facts: Facts) -> tuple[Finding, ...]:

@@ -105,6 +105,19 @@ def test_transposes_in_the_call_are_a_layout_finding():
     assert Cost.LAYOUT not in costs(diagnose(facts(kernels_by_op=copies_only)))
 
 
+def test_temporaries_that_dominate_the_memory_are_named():
+    primes = [{"instruction": "dynamic-update-slice_fusion", "opcode": "fusion", "bytes": 80e6}]
+    memory = {"temp_bytes": 483e6, "minimum_bytes": 400e6, "temporaries": primes * 2}
+    finding = next(f for f in diagnose(facts(memory=memory)) if f.cost == Cost.TEMPORARIES)
+    assert finding.share is None  # memory, not a share of the time
+    assert "483.0 MB of temporaries per call, 1.2x the 400.0 MB" in finding.evidence
+    assert "dynamic-update-slice_fusion 80.0 MB" in finding.evidence
+    small = {**memory, "temp_bytes": 163e6}  # the time-major scan: 0.41x
+    tiny = {**memory, "minimum_bytes": 56}  # MPPI: a configuration and a seed
+    for other in (small, tiny):
+        assert Cost.TEMPORARIES not in costs(diagnose(facts(memory=other)))
+
+
 @pytest.mark.parametrize(("x_bandwidth", "x_roofline"), [(3.0, None), (None, 2.4)])
 def test_a_cell_near_its_limit_says_so(x_bandwidth, x_roofline):
     findings = diagnose(facts(x_bandwidth=x_bandwidth, x_roofline=x_roofline))
