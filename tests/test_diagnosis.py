@@ -118,7 +118,7 @@ def test_temporaries_that_dominate_the_memory_are_named():
         assert Cost.TEMPORARIES not in costs(diagnose(facts(memory=other)))
 
 
-@pytest.mark.parametrize(("x_bandwidth", "x_roofline"), [(3.0, None), (None, 2.4)])
+@pytest.mark.parametrize(("x_bandwidth", "x_roofline"), [(3.0, None), (None, 1.3)])
 def test_a_cell_near_its_limit_says_so(x_bandwidth, x_roofline):
     findings = diagnose(facts(x_bandwidth=x_bandwidth, x_roofline=x_roofline))
     assert findings[0].cost == Cost.NEAR_LIMIT
@@ -127,6 +127,12 @@ def test_a_cell_near_its_limit_says_so(x_bandwidth, x_roofline):
     busy = diagnose(facts(x_bandwidth=x_bandwidth, x_roofline=x_roofline,
                           per_call={"dispatches": 500}, decomposition=overhead))  # fmt: skip
     assert busy[0].cost == Cost.DISPATCH  # an overhead to fix first
+
+
+def test_the_roofline_is_near_only_within_1_5x():
+    # the Numba MPPI run at 2.84x its roofline still draws, weights and steps the plant
+    assert diagnose(facts(x_roofline=2.84))[0].cost == Cost.NONE
+    assert diagnose(facts(x_bandwidth=2.84))[0].cost == Cost.NEAR_LIMIT
 
 
 def test_without_a_timed_run_the_counts_alone_name_the_overheads():
