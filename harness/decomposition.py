@@ -96,6 +96,19 @@ def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict
     ]
     if missing:
         return {"error": f"cannot decompose: missing {', '.join(missing)}"}
+    # a count the linear model found not linear has no number (`harness.linear_counts`)
+    unknown = [
+        f"{section}.{key}"
+        for section, values, keys in (
+            ("trace", trace, ("dispatches", "kernels")),
+            ("transfers", transfers, ("h2d", "h2d_bytes", "h2d_unknown_size")),  # d2h: None on CPU
+            ("spans", spans, ("host_conversions",)),
+        )
+        for key in keys
+        if key in values and values[key] is None
+    ]
+    if unknown:
+        return {"error": f"cannot decompose: no number for {', '.join(unknown)} (not linear)"}
     scale = 1.0 / counts.calls_per_region  # counts of `calls` calls, maybe at a smaller size
     dispatch = scale * trace["dispatches"] * costs["dispatch_queued_s"]
     launch_cost = costs.get("kernel_launch_s")

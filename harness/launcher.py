@@ -254,7 +254,10 @@ def decomposed(record: Record, environment: Mapping[str, Any]) -> Record:
     costs = environment.get("overheads") or {}
     if record.status != "ok" or "median" not in record.stats or not costs:
         return record
-    decomposition = decompose(record.stats["median"], record.counts, costs)
+    try:
+        decomposition = decompose(record.stats["median"], record.counts, costs)
+    except Exception as error:  # a cell's numbers must never stop the run: stored with it
+        decomposition = {"error": f"cannot decompose: {type(error).__name__}: {error}"}
     return dataclasses.replace(record, decomposition=decomposition)
 
 

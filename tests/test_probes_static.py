@@ -227,6 +227,17 @@ def test_decomposition_adds_up():
     assert known + result["remainder_fraction"] == pytest.approx(1.0) and not result["overlap"]
 
 
+def test_a_count_without_a_number_is_not_decomposed_and_says_which():
+    """A count the linear model found not linear is stored as None: the decomposition says
+    so instead of failing (it once stopped a whole `--count-parts` run)."""
+    counts = {
+        "trace": {"dispatches": 100, "kernels": 1000},
+        "transfers": {"h2d": 10, "h2d_bytes": None, "d2h": None},
+    }
+    result = decompose(0.01, counts, COSTS)
+    assert result == {"error": "cannot decompose: no number for transfers.h2d_bytes (not linear)"}
+
+
 def _spans(busy_s, wall_s, events=100, busy_events=0, conversions=0):
     return {
         "wall_s": wall_s,
