@@ -17,6 +17,13 @@ when its evidence is present; a fired rule whose share of the median is at least
   at 2.7-3.0x), hence 3.5x, not 1.x.
 - **dispatch-bound**: more than one dispatch per call and dispatches x the measured cost
   of one are at least `MINOR` of the median: move the loop into ``lax.scan`` or ``vmap``.
+- **many small executions**: at least `MANY_DISPATCHES` dispatches per call whose
+  measured device time averages under `SMALL_EXECUTION_S` each: the device time is spent
+  in launches too small to use the device (on CPU, the executor's per-kernel overhead on
+  a few hundred lanes), not in work; its share is the device share. The sequential MPPI
+  loop at `default`: 15,422 dispatches averaging ~30 us, 71% of the call, which the
+  dispatch cost alone (8%) does not name. Batch the items into one call (``vmap``) or
+  move the loop into ``lax.scan``.
 - **transfer-bound**: host<->device round trips per call (H2D transfers and host
   conversions such as ``np.array(x)`` or ``float(x)``) priced by path (a range when the path
   is unknown; its middle is the share): keep values on the device inside the loop.
@@ -52,6 +59,8 @@ NEAR_LIMIT = 3.5  # within 3.5x of the bandwidth bound (see above)
 NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel (see above)
 TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / the work's minimum from which they are named
 MEANINGFUL_MINIMUM_BYTES = 2**20  # below this (MPPI's 56-byte inputs) no ratio means much
+MANY_DISPATCHES = 100  # dispatches per call from which their size is looked at
+SMALL_EXECUTION_S = 100e-6  # mean device time per dispatch below which it is small
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
 # A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
@@ -62,6 +71,7 @@ GPU_LAUNCH_S = 5e-6
 class Cost(enum.StrEnum):
     NEAR_LIMIT = "near a limit"
     DISPATCH = "dispatch-bound"
+    SMALL_EXECUTIONS = "many small executions"
     TRANSFER = "transfer-bound"
     RECOMPILE = "recompiling"
     GPU_LAUNCH = "launch-bound on a GPU"
@@ -168,6 +178,24 @@ def _dispatch(facts: Facts) -> Finding | None:
         share,
         f"{dispatches:,.0f} dispatches per call{each} = {_pct(share)} of the time",
         "move the loop into lax.scan or vmap (one dispatch per call)",
+    )
+
+
+def _small_executions(facts: Facts) -> Finding | None:
+    dispatches = _get(facts.per_call, "dispatches")
+    device = facts.decomposition.get("device_fraction")
+    if _untimed(facts) or dispatches < MANY_DISPATCHES or not device or not facts.median_s:
+        return None
+    each = device * facts.median_s / dispatches
+    if each >= SMALL_EXECUTION_S or device < MINOR:
+        return None
+    return Finding(
+        Cost.SMALL_EXECUTIONS,
+        device,
+        f"{dispatches:,.0f} dispatches per call, each running {each * 1e6:,.0f} us of device "
+        f"work on average ({_pct(device)} of the time in all)",
+        "batch the items into one call (vmap over them) or move the loop into lax.scan, "
+        "so that each launch does more work",
     )
 
 
@@ -278,7 +306,7 @@ def _temporaries(facts: Facts) -> Finding | None:
     )
 
 
-RULES = (_dispatch, _transfer, _recompile, _gpu_launch, _layout, _temporaries)
+RULES = (_dispatch, _small_executions, _transfer, _recompile, _gpu_launch, _layout, _temporaries)
 
 
 def diagnose(facts: Facts) -> tuple[Finding, ...]:

@@ -31,6 +31,20 @@ def test_a_dispatch_bound_loop_is_named_with_its_evidence_and_fix():
     assert "lax.scan or vmap" in first.fix
 
 
+def test_many_small_executions_are_named_by_their_device_time_each():
+    # the sequential MPPI loop at default: 15,422 dispatches, device 71% of 663 ms
+    decomposition = {"dispatch_fraction": 0.08, "device_fraction": 0.71, "host_fraction": 0.19}
+    loop = facts(median_s=0.663, per_call={"dispatches": 15422}, decomposition=decomposition)
+    first = diagnose(loop)[0]
+    assert first.cost == Cost.SMALL_EXECUTIONS and first.share == 0.71
+    assert "15,422 dispatches per call, each running 31 us of device work" in first.evidence
+    assert "vmap" in first.fix
+    # the per-column TDMA loop at default: 202 dispatches of ~400 us each: not small
+    columns = {"dispatch_fraction": 0.01, "device_fraction": 0.96, "host_fraction": 0.03}
+    tdma = facts(median_s=0.0856, per_call={"dispatches": 202}, decomposition=columns)
+    assert Cost.SMALL_EXECUTIONS not in costs(diagnose(tdma))
+
+
 def test_transfers_are_priced_as_a_range_when_their_path_is_unknown():
     per_call = {"dispatches": 1, "h2d": 358, "host_conversions": 64}
     decomposition = {
@@ -71,7 +85,8 @@ def test_below_the_dominant_share_the_cell_has_no_dominant_overhead():
         "device_fraction": 0.85,
         "host_fraction": 0.05,
     }
-    findings = diagnose(facts(per_call=per_call, decomposition=decomposition))
+    # 202 dispatches of ~360 us of device work each (TDMA's column loop at default)
+    findings = diagnose(facts(median_s=0.0856, per_call=per_call, decomposition=decomposition))
     assert costs(findings) == [Cost.NONE, Cost.DISPATCH]
     assert findings[0].evidence == "device 85%, host 5%"
 
