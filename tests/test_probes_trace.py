@@ -9,7 +9,7 @@ import pytest
 from jax import lax
 
 from harness.probes.hlo import estimate
-from harness.probes.trace import TraceEvent, count_events, recording, trace_calls
+from harness.probes.trace import TraceEvent, count_events, flatten, recording, trace_calls
 
 HOST = "/host:CPU"
 
@@ -47,6 +47,50 @@ def test_synthetic_nested_pjit_counts_once_per_launch():
     assert counts.kernels == 3  # fusion.1 + 2 x add; no end: marker, no while container
     assert counts.kernels_by_op == {"jit_f/add": 2, "jit_h/fusion.1": 1}
     assert counts.device_puts == 1
+
+
+def test_flatten_reads_what_counting_needs_from_a_profile():
+    """A `ProfileData`-shaped object: host end markers dropped, host HLO events keep only
+    ``hlo_op``/``hlo_module`` (read no further), other host events no stats, device
+    planes every stat."""
+    from types import SimpleNamespace as NS
+
+    def stats_of(*pairs):
+        def stats():  # the last pair is never reached once the two are found
+            for key, value in pairs:
+                if key == "unreadable":
+                    raise AssertionError("read past hlo_op and hlo_module")
+                yield key, value
+
+        return stats()
+
+    def event(name, start, duration, *pairs):
+        return NS(name=name, start_ns=start, duration_ns=duration, stats=stats_of(*pairs))
+
+    kernel = event(
+        "fusion.1", 5, 2, ("hlo_op", "fusion.1"), ("hlo_module", "jit_f"), ("unreadable", 0)
+    )
+    host_lines = [
+        NS(name="python3", events=[event("PjitFunction(f)", 0, 10, ("python", 1))]),
+        NS(name="tf_XLAEigen/1", events=[kernel, event("end: fusion.1", 7, 1)]),
+    ]
+    gpu = NS(
+        name="/device:GPU:0",
+        lines=[
+            NS(
+                name="stream",
+                events=[
+                    event("fusion.1", 5, 2, ("hlo_op", "fusion.1"), ("memcpy_details", "size:8")),
+                ],
+            )
+        ],
+    )
+    events = flatten(NS(planes=[NS(name=HOST, lines=host_lines), gpu]))
+    assert events == [
+        ev("PjitFunction(f)", 0, 10),
+        ev("fusion.1", 5, 2, line="tf_XLAEigen/1", hlo_op="fusion.1", hlo_module="jit_f"),
+        ev("fusion.1", 5, 2, "stream", "/device:GPU:0", hlo_op="fusion.1", memcpy_details="size:8"),
+    ]
 
 
 def test_synthetic_sharded_launch_counts_executions_per_device():
