@@ -66,17 +66,18 @@ def counts_per_call(
     (`harness.linear_counts`): exact totals plus each count's fixed and per-unit parts.
     Otherwise counted directly on one call at ``size`` (exact; no parts), using
     ``prepared`` (a warm call at ``size``, its inputs ``input_bytes``) or, when None,
-    preparing it here. A call prepared here is counted at once, and counted again only
-    when that first call traced or compiled something (a path compiled on first use: the
-    second call is then the warm one whose counts are kept); a warm-up call before every
-    count cost a whole call of the costly loops that are timed on part of their work (the
-    sequential MPPI loop at `default`: ~6 s per cell). Memory is measured at ``size``
-    only, on a call of its own after the counted one (`harness.probes.memory`: that call's
-    frees, made after `release_freed_memory`, return the allocator's free memory to the
-    OS first).
+    preparing it here. A call prepared here is called once untraced (a path compiled on
+    first use), then counted: one traced call, not two (the sequential MPPI loops at
+    `default`, timed on part of their work, are prepared here at the full size: a traced
+    call costs them 20-40 s, an untraced one 1.3 s; a backend that compiles on every call,
+    like the eager loop, shows those compilations either way). Memory is measured at
+    ``size`` only, on a call of its own after the counted one (`harness.probes.memory`:
+    that call's frees, made after `release_freed_memory`, return the allocator's free
+    memory to the OS first).
     """
     from harness.linear_counts import POINTS, linear_counts
     from harness.probes.memory import freed_memory_visible, tree_nbytes
+    from harness.timing import call_and_wait
 
     platform = device["platform"]
     inputs_of_full_size: list[int] = []
@@ -88,13 +89,11 @@ def counts_per_call(
         return backend.prepare(inputs, at)
 
     def count_warm(ready: Any, warm: bool) -> dict[str, Any]:
-        """Counts of a warm call: ``ready``'s next one, or, when ``ready`` was just
-        prepared and its first call compiled something, the call after that."""
-        counts = count_cell(backend, ready, platform)
-        compiled = counts.get("compilations") or {}
-        if not warm and (compiled.get("compiles") or compiled.get("traces")):
-            counts = count_cell(backend, ready, platform)
-        return counts
+        """Counts of a warm call: ``ready``'s next one, after one plain (untraced) call
+        when ``ready`` was just prepared (a path compiled on first use)."""
+        if not warm:
+            call_and_wait(backend.run, ready)
+        return count_cell(backend, ready, platform)
 
     def with_memory(counts: dict[str, Any], ready: Any | None) -> Counts:
         if ready is None:

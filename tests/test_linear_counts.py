@@ -142,9 +142,16 @@ def test_at_default_a_scanned_tuning_run_is_one_dispatch_counted_directly(backen
     assert "linear" not in counts.sections and counts.scale == 1.0
 
 
-def test_a_cell_prepared_for_counting_is_counted_warm_without_a_warm_up_call():
+def test_a_cell_prepared_for_counting_is_traced_once_after_an_untraced_call(monkeypatch):
     """Prepared afresh (a cell timed on part of its work), a backend that compiles on its
-    first call is counted on its second call (warm), with no separate warm-up call."""
+    first call is called once untraced, then traced once: its counts are a warm call's."""
+    import harness.counting
+
+    traced = []
+    count_cell = harness.counting.count_cell
+    monkeypatch.setattr(
+        harness.counting, "count_cell", lambda *a, **k: traced.append(1) or count_cell(*a, **k)
+    )
     import jax.numpy as jnp
 
     from harness.api import Backend, Strategy
@@ -165,4 +172,5 @@ def test_a_cell_prepared_for_counting_is_counted_warm_without_a_warm_up_call():
     size = scenario.size("four")
     counts = counts_per_call(scenario, lazy, size, None, 0, "float64", device_info())
     assert counts.per_call()["compiles"] == 0 and counts.per_call()["dispatches"] == 1
-    assert len(calls) == 3  # first counted call compiled, second counted, one for memory
+    assert len(calls) == 3  # untraced (it compiles), counted, one for memory
+    assert len(traced) == 1
