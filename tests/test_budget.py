@@ -18,7 +18,7 @@ from harness.worker import run_cell
 from reports.frame import records_frame
 from reports.markdown import render as render_markdown
 from reports.model import build
-from tests.scenario_files.steps import STEP_S
+from tests.scenario_files.steps import COMPILE_S, STEP_S
 
 STEPS = str(Path(__file__).parent / "scenario_files" / "steps.py")
 BUDGET = TimingConfig(warmup=0, min_time_s=0.0, min_count=3, max_time_s=0.1)
@@ -50,6 +50,15 @@ def test_a_cheap_backend_is_measured_whole_and_counted_exactly():
     assert record.status == "ok", record.error
     assert "scaled" not in record.sampling
     assert record.counts.scale == 1.0
+
+
+def test_a_backend_slow_only_on_its_first_call_is_measured_whole():
+    """Its first reduced call (a compile: 0.3 s x 5 > the 0.1 s budget) would predict a
+    costly call; its warm reduced calls do not, so the whole call is measured: exact."""
+    record = run_cell(_cell("compiles-first"), BUDGET, probes=False)
+    assert record.status == "ok", record.error
+    assert "scaled" not in record.sampling
+    assert record.size_params == {"steps": 10} and record.stats["median"] < COMPILE_S
 
 
 def test_a_small_size_is_not_reduced():

@@ -13,6 +13,7 @@ import numpy as np
 from harness.api import Backend, MismatchError, Scenario, Size, Strategy
 
 STEP_S = 0.02  # the `sleepy` backend sleeps this long per step
+COMPILE_S = 0.3  # the `compiles-first` backend's first call sleeps this long (a compile)
 
 
 def make_inputs(size, seed, dtype):
@@ -54,12 +55,21 @@ def _sleepy_jax(x):
     return np.asarray(stacked)
 
 
-def _backend(name, run, **kwargs):
+def _compiles_first(prepared):
+    """Slow on its first call only (a path compiled on first use), then quick."""
+    x, calls = prepared
+    if not calls:
+        time.sleep(COMPILE_S)
+    calls.append(1)
+    return 2.0 * x
+
+
+def _backend(name, run, prepare=lambda inputs, size: inputs, **kwargs):
     return Backend(
         name=name,
         strategy=Strategy.SEQUENTIAL,
         engine="numpy",
-        prepare=lambda inputs, size: inputs,
+        prepare=prepare,
         run=run,
         reducible_to=2,
         **kwargs,
@@ -82,6 +92,9 @@ SCENARIO = Scenario(
         "sleepy": _backend("sleepy", _sleepy),
         "quick": _backend("quick", lambda x: 2.0 * x),
         "sleepy-jax": _backend("sleepy-jax", _sleepy_jax),
+        "compiles-first": _backend(
+            "compiles-first", _compiles_first, prepare=lambda inputs, size: (inputs, [])
+        ),
     },
     throughput_unit="steps",
     dtypes=("float64",),
