@@ -227,3 +227,29 @@ def test_a_signal_whose_exception_was_swallowed_still_stops_the_run():
     with signals_raise():  # a new block starts with nothing pending
         finished = run_worker_process([sys.executable, "-c", "pass"], dict(os.environ), 60)
         assert finished.returncode == 0
+
+
+def test_a_worker_leaves_a_multi_process_run_before_skipping_the_teardown(monkeypatch):
+    """`harness.worker.leave` exits with ``os._exit`` (its result is already on disk), but
+    first shuts the multi-process run down, as JAX's own exit hook would."""
+    import jax
+
+    import harness.worker as worker
+    from harness.sharding.distributed import COORDINATOR
+
+    calls: list = []
+
+    def fake_exit(code):
+        calls.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(jax.distributed, "shutdown", lambda: calls.append("shutdown"))
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setenv(COORDINATOR, "127.0.0.1:1")
+    with pytest.raises(SystemExit):
+        worker.leave(3)
+    assert calls == ["shutdown", 3]
+    monkeypatch.delenv(COORDINATOR)
+    with pytest.raises(SystemExit):
+        worker.leave(0)
+    assert calls == ["shutdown", 3, 0]  # one process: nothing to shut down
