@@ -187,9 +187,11 @@ def repeat(
 
     Each sample is one call including the wait for its result. ``first_call_s`` is the
     duration of the (checked, untimed) first call when known: above
-    ``warm_threshold_s`` no warm-up call is made, and at or above ``max_time_s`` a single
-    sample is taken. ``on_sample(count)`` is called after each sample, outside the timed
-    region (progress).
+    ``warm_threshold_s`` no warm-up call is made. A first timed call at or above
+    ``max_time_s`` is the only sample; a slow *first* call does not decide that, since
+    compilation may be all that made it slow (a Numba backend compiling on its first call
+    with a cold cache: 4.4 s, then 4 ms calls). ``on_sample(count)`` is called after each
+    sample, outside the timed region (progress).
 
     Returns:
         The samples in seconds, the output of the last call (for a final check) and why
@@ -204,9 +206,6 @@ def repeat(
     total = 0.0
     next_check = max(config.min_count, 2)
     width: float | None = None
-    if first_call_s is not None and first_call_s >= config.max_time_s:
-        output, seconds = time_call(run, prepared, clock, block)
-        return Timed((seconds,), output, Stop.SINGLE_CALL, None, warmups, skip_warmup)
     while True:
         output, seconds = time_call(run, prepared, clock, block)
         samples.append(seconds)

@@ -108,6 +108,15 @@ def test_a_slow_first_call_skips_the_warm_up_and_takes_one_sample():
     assert timed.warmup_skipped and timed.warmup_calls == 0
 
 
+def test_a_first_call_slowed_by_compilation_alone_does_not_stop_sampling():
+    """First call 6 s (a compile), then 10 ms calls: no warm-up, and sampled as usual."""
+    clock = FakeClock()
+    config = TimingConfig(warmup=1, min_count=3, max_time_s=5.0, target_width=1.0)
+    timed = repeat(fake_run(clock, [0.01] * 10), None, config, clock, no_wait, first_call_s=6.0)
+    assert timed.warmup_skipped and timed.stop is not Stop.SINGLE_CALL
+    assert len(timed.samples) >= 3 and timed.rel_width is not None
+
+
 def test_a_first_call_over_a_second_skips_only_the_warm_up():
     clock = FakeClock()
     config = TimingConfig(warmup=1, min_count=3, max_time_s=100.0, target_width=1.0)
