@@ -74,6 +74,15 @@ def test_one_launch_executes_once_on_every_device(eight_device_run):
         assert per_device == pytest.approx(counts.static["kernels"], rel=0.01)
 
 
+def test_a_trace_sees_every_device_of_every_launch():
+    """The trace stays open until worker threads close their per-device scopes."""
+    script = ROOT / "tests" / "trace_settle.py"
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+
+
 def test_sharded_fitness_is_bitwise_equal_to_unsharded_for_the_same_candidates():
     script = ROOT / "tests" / "sharded_equivalence.py"
     result = subprocess.run(
