@@ -31,6 +31,7 @@ from harness.errors import (
     StoreError,
     UnknownNameError,
 )
+from harness.reference_cache import compile_reference
 
 __all__ = [
     "DTYPES",
@@ -47,6 +48,7 @@ __all__ = [
     "StoreError",
     "Strategy",
     "UnknownNameError",
+    "compile_reference",
 ]
 
 

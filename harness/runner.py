@@ -25,6 +25,7 @@ from harness.api import InputError, Record, StoreError
 from harness.interrupts import Interrupted, signals_raise
 from harness.journal import Journal, journal_path, read_journal
 from harness.launcher import collect_environment, emit, measuring, run_cells
+from harness.reference_cache import run_cache
 from harness.selection import Cell, select
 from harness.sources import file_source, load
 from harness.store import Run, ScenarioFacts, load_run, write_run
@@ -165,7 +166,7 @@ def execute(
         progress.saved = len(records)
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
 
-    with journal, signals_raise():
+    with journal, signals_raise(), run_cache():  # see harness.reference_cache
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
         measure = measuring(
             plan.timing, plan.timeout_s, dict(environment), plan.probes, plan.count_parts

@@ -298,9 +298,12 @@ def _measure(
     scenario, backend, size, target, timing, counts_only, first_call_known, beacon: Beacon
 ) -> _Measured:
     """Check and time the target; a costly backend (`Backend.reducible_to`) is measured on
-    part of the work first, and kept there, scaled, when its whole call would exceed the
-    time budget: its warm reduced call (the median sample; the first call when it is the
-    only one) x the work ratio > ``max_time_s``. A first call slowed by compilation alone
+    part of the work first, and kept there, scaled, when ``min_count`` whole calls would
+    not fit in the time budget: its warm reduced call (the median sample; the first call
+    when it is the only one) x the work ratio x ``min_count`` > ``max_time_s`` (measuring
+    it again whole would then take that long in samples alone, plus its first call and
+    check: the eager MPPI loop at `smoke`, 1.3 s per generation, was measured twice, 12 s
+    more for 2 x 1.3 s < 3 s). A first call slowed by compilation alone
     does not decide it (the sequential MPPI loop at `default`: first call 2.2 s, warm
     0.3 s, on 2 of 4 generations): such a backend is then measured whole, exactly."""
     reduced = reduced_size(scenario, backend, size) if first_call_known else None
@@ -310,7 +313,7 @@ def _measure(
         factor = size[along] / reduced[along]
         warm_s = statistics.median(part.samples) if part.samples else part.first_call_s
         predicted = warm_s * factor
-        if predicted > timing.max_time_s:
+        if predicted * max(timing.min_count, 1) > timing.max_time_s:
             sampling = {
                 **part.sampling,
                 "scaled": {

@@ -61,6 +61,19 @@ def test_a_backend_slow_only_on_its_first_call_is_measured_whole():
     assert record.size_params == {"steps": 10} and record.stats["median"] < COMPILE_S
 
 
+def test_a_backend_whose_minimum_samples_would_overrun_the_budget_is_scaled():
+    """A whole call of 10 x 20 ms = 0.2 s fits a 0.5 s budget, but its 3 samples do not
+    (0.6 s): measured on 2 steps and scaled. With 0.7 s the 3 whole calls fit: whole."""
+    tight = dataclasses.replace(BUDGET, max_time_s=0.5)
+    record = run_cell(_cell("sleepy"), tight, probes=False)
+    assert record.status == "ok", record.error
+    assert record.sampling["scaled"]["factor"] == 5.0
+    roomy = dataclasses.replace(BUDGET, max_time_s=0.7)
+    record = run_cell(_cell("sleepy"), roomy, probes=False)
+    assert record.status == "ok", record.error
+    assert "scaled" not in record.sampling and record.stats["median"] >= 10 * STEP_S
+
+
 def test_a_small_size_is_not_reduced():
     record = run_cell(_cell("sleepy", "default"), BUDGET, probes=False)
     assert record.status == "ok" and "scaled" not in record.sampling

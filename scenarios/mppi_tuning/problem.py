@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.api import MismatchError, Size, UnknownNameError
+from harness.api import MismatchError, Size, UnknownNameError, compile_reference
 from scenarios.mppi_tuning.controller import Config
 from scenarios.mppi_tuning.objective import episode_keys, evaluate, generation_key
 
@@ -130,7 +130,7 @@ class Reference:
         lowered = jax.jit(one).lower(
             jax.ShapeDtypeStruct((), jnp.int32), jax.ShapeDtypeStruct((2,), jnp.float32)
         )
-        return lowered.compile(REFERENCE_COMPILER_OPTIONS)
+        return compile_reference(lowered, REFERENCE_COMPILER_OPTIONS)
 
     def fitness_of(self, candidates: np.ndarray) -> np.ndarray:
         """The fitness of each generation's candidate (G, 2) on that generation's keys."""
