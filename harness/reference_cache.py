@@ -42,12 +42,11 @@ def compile_reference(lowered: Any, compiler_options: Mapping[str, Any] | None =
     if path.is_file():
         serialized, in_tree, out_tree = pickle.loads(path.read_bytes())
         return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
+    from harness.store import write_bytes_atomic  # not at the top: store imports api
+
     compiled = lowered.compile(options)
-    blob = pickle.dumps(serialize_executable.serialize(compiled))
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(handle, "wb") as file:
-        file.write(blob)
-    os.replace(temporary, path)  # a later cell sees the whole file or none
+    # a temp file, then rename: a later cell sees the whole file or none
+    write_bytes_atomic(path, pickle.dumps(serialize_executable.serialize(compiled)))
     return compiled
 
 

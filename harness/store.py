@@ -108,7 +108,12 @@ def _umask() -> int:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write text to ``path`` without ever leaving it half-written or replacing a
+    """Write text (UTF-8) to ``path`` as `write_bytes_atomic` does."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write bytes to ``path`` without ever leaving it half-written or replacing a
     special file.
 
     - a new path or a regular file: a temp file beside it, fsync, then rename into place
@@ -128,8 +133,8 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     if info is not None and not stat.S_ISREG(info.st_mode):
         if stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
             try:
-                with open(target, "w", encoding="utf-8") as handle:
-                    handle.write(text)
+                with open(target, "wb") as handle:
+                    handle.write(data)
             except OSError as error:
                 raise StoreError(f"{path}: cannot write ({error.strerror})") from None
             return target
@@ -141,8 +146,8 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     except OSError as error:
         raise StoreError(f"{path}: cannot write ({error.strerror})") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
