@@ -29,6 +29,12 @@ def scanbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+def run_script(name: str) -> subprocess.CompletedProcess:
+    """A script of tests/ in its own process (8 virtual devices need one)."""
+    command = [sys.executable, str(ROOT / "tests" / name)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def eight_device_run():
     """MPPI scanned (1 device) and sharded (8), TDMA sharded (8), at smoke, with probes:
@@ -76,18 +82,12 @@ def test_one_launch_executes_once_on_every_device(eight_device_run):
 
 def test_a_trace_sees_every_device_of_every_launch():
     """The trace stays open until worker threads close their per-device scopes."""
-    script = ROOT / "tests" / "trace_settle.py"
-    result = subprocess.run(
-        [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    result = run_script("trace_settle.py")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
 
 
 def test_sharded_fitness_is_bitwise_equal_to_unsharded_for_the_same_candidates():
-    script = ROOT / "tests" / "sharded_equivalence.py"
-    result = subprocess.run(
-        [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    result = run_script("sharded_equivalence.py")
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert data["devices"] == 8
