@@ -177,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the counting passes (dispatches, kernels, transfers) and overheads",
     )
     run.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="one cell at a time. By default, on a CPU with two or more cores, two cells' "
+        "workers run at once: one imports and compiles while the other does too or is "
+        "timed, and every timed or counted stage runs with the other worker stopped "
+        "(SIGSTOP); compile times are then taken beside the other worker's",
+    )
+    run.add_argument(
         "--count-parts",
         action="store_true",
         help="store each count's fixed and per-unit parts (counted at 2, 3 and 4 units of "
@@ -361,6 +369,7 @@ def _run(args: argparse.Namespace) -> int:
         probes=not args.no_probes,
         count_parts=args.count_parts,
         params=_params(args),
+        overlap=not args.no_overlap,
     )
     run = runner.run(plan, invocation, out, [args.md, args.html], args.force)
     return _finish(run, out, args)

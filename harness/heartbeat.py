@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from harness.overlap import PAUSED_STAGE, QUIET_STAGES, WAITING_STAGE, Pauses, QuietLink
 from harness.units import format_duration
 
 EVERY_S = 30.0
@@ -26,11 +27,25 @@ PROGRESS_FILE = "progress.txt"
 class Beacon:
     """The worker's side: writes the cell's phase to ``path`` (atomically, throttled), and
     adds up the wall time of each named stage (`stage`), stored with the record as
-    ``extra["phases_s"]`` so a slow cell says where its time went."""
+    ``extra["phases_s"]`` so a slow cell says where its time went.
 
-    def __init__(self, path: Path | None, clock: Callable[[], float] = time.monotonic) -> None:
+    With a ``link`` (`harness.overlap.QuietLink`: the runner overlaps two workers), it
+    asks for the machine before a quiet stage (`harness.overlap.QUIET_STAGES`) and gives
+    it back before an untimed one; the wait is a stage of its own. Time the runner kept
+    the worker stopped (``pauses``) is left out of every stage and added up apart."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        clock: Callable[[], float] = time.monotonic,
+        link: QuietLink | None = None,
+        pauses: Pauses | None = None,
+    ) -> None:
         self.path = path
         self.clock = clock
+        self.link = link
+        self.pauses = pauses or Pauses(None)
+        self.holding = False
         self.last = -float("inf")
         self.stages: dict[str, float] = {}
         self.current: tuple[str, float] | None = None
@@ -39,6 +54,16 @@ class Beacon:
         """Close the running stage (its time added to its name) and start ``name``;
         ``text`` (default: the name) is written as the phase."""
         self.stop()
+        quiet = name in QUIET_STAGES
+        if self.link is not None and quiet and not self.holding:
+            self.current = (WAITING_STAGE, self.clock())
+            self.phase("waiting: another cell is being timed")
+            self.link.acquire()
+            self.holding = True
+            self.stop()
+        elif self.link is not None and not quiet and self.holding:
+            self.link.release()
+            self.holding = False
         self.current = (name, self.clock())
         self.phase(text or name)
 
@@ -46,8 +71,17 @@ class Beacon:
         """Close the running stage, if any."""
         if self.current is not None:
             name, since = self.current
-            self.stages[name] = self.stages.get(name, 0.0) + self.clock() - since
+            now = self.clock()
+            paused = self.pauses.between(since, now)
+            self.stages[name] = self.stages.get(name, 0.0) + now - since - paused
+            if paused:
+                self.stages[PAUSED_STAGE] = self.stages.get(PAUSED_STAGE, 0.0) + paused
             self.current = None
+
+    def paused_between(self, start: float, end: float) -> float:
+        """Seconds of [start, end] (this beacon's clock) the runner kept this worker
+        stopped: to be left out of a time measured across them."""
+        return self.pauses.between(start, end)
 
     def phase(self, text: str, force: bool = True) -> None:
         if self.path is None:

@@ -22,15 +22,9 @@ from typing import Any
 from harness.api import HarnessError, Record, Strategy
 from harness.decomposition import decompose
 from harness.heartbeat import PROGRESS_FILE, heartbeat
-from harness.interference import (
-    LoadSamples,
-    assess,
-    calibration_probe,
-    cpu_times,
-    load_average,
-    sample_load,
-)
-from harness.processes import run_worker_process, stderr_tail
+from harness.interrupts import raise_if_interrupted
+from harness.overlap import Machine, run_worker
+from harness.processes import Finished, run_worker_process, stderr_tail
 from harness.selection import Cell, scenario_of
 from harness.sharding.distributed import environ_for
 from harness.statistics import summarize_scaled
@@ -48,34 +42,34 @@ def _run_worker(
     out: Path,
     timeout_s: float,
     environ: dict[str, str] | None = None,
-    load: LoadSamples | None = None,
     beat: tuple[str, Callable[[str], None]] | None = None,
     python: str | None = None,
-) -> tuple[Any, str | None]:
-    """Run a worker; return (parsed output or None, error message or None). With
-    ``load``, the machine's runnable tasks are sampled into it while the worker runs;
-    with ``beat = (label, emit)``, a heartbeat line is emitted every 30 s."""
+    machine: Machine | None = None,
+) -> tuple[Any, str | None, Finished]:
+    """Run a worker; return (parsed output or None, error message or None, how it ended).
+    Under a ``machine`` (`harness.overlap`), it starts when admitted and its quiet stages
+    are served (the interference measured over them); with ``beat = (label, emit)``, a
+    heartbeat line is emitted every 30 s."""
     env = dict(environ if environ is not None else os.environ, PYTHONUNBUFFERED="1")
 
-    @contextlib.contextmanager
-    def while_running(pid: int):
-        with contextlib.ExitStack() as stack:
-            if load is not None:
-                stack.enter_context(sample_load(pid, load))
-            if beat is not None:
-                stack.enter_context(heartbeat(beat[0], out.parent / PROGRESS_FILE, beat[1]))
-            yield
+    def while_running(pid: int) -> contextlib.AbstractContextManager:
+        if beat is None:
+            return contextlib.nullcontext()
+        return heartbeat(beat[0], out.parent / PROGRESS_FILE, beat[1])
 
     command = _worker_command(*args, python=python)
-    finished = run_worker_process(command, env, timeout_s, while_running)
+    if machine is None:
+        finished = run_worker_process(command, env, timeout_s, while_running)
+    else:
+        finished = run_worker(machine, command, env, timeout_s, out.parent, while_running)
     error = finished.failure(timeout_s)
     if error is None and not out.exists():
         error = "worker exited without writing its result: " + (
             stderr_tail(finished.stderr) or "(no stderr)"
         )
     if error is not None:
-        return None, error
-    return json.loads(out.read_text(encoding="utf-8")), None
+        return None, error, finished
+    return json.loads(out.read_text(encoding="utf-8")), None, finished
 
 
 def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
@@ -136,44 +130,43 @@ def run_cell_in_worker(
     emit: Callable[[str], None] | None = None,
     count_parts: bool = False,
     python: str | None = None,
+    machine: Machine | None = None,
 ) -> Record:
     """One cell in a fresh process; never raises for a failure of the cell itself.
     ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
-    `harness.worker.run_cell`; ``python``: the interpreter (default: this one)."""
+    `harness.worker.run_cell`; ``python``: the interpreter (default: this one);
+    ``machine``: shared with the run's other cells (`harness.overlap`; default: its own,
+    one slot). The interference is measured over the cell's quiet stages."""
     started = time.perf_counter()
     environ = worker_environ(cell, os.environ if environ is None else environ)
-    load = LoadSamples()
-    steal_before, load_before = cpu_times(), load_average()
-    probe_before = calibration_probe()
-    worker_started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
         spec_json = cell_spec(cell, timing, probes, counts_only, count_parts)
         spec.write_text(json.dumps(spec_json), encoding="utf-8")
         beat = (cell.label, emit) if emit is not None else None
-        data, error = _run_worker(
-            ["cell", str(spec), str(out)], out, timeout_s, environ, load, beat, python
+        data, error, finished = _run_worker(
+            ["cell", str(spec), str(out)],
+            out,
+            timeout_s,
+            environ,
+            beat,
+            python,
+            machine or Machine(),
         )
-    worker_s = time.perf_counter() - worker_started
-    probe_after = calibration_probe()
-    interference = assess(
-        probe_before,
-        probe_after,
-        load,
-        (steal_before, cpu_times()),
-        (load_before, load_average()),
-        os.cpu_count() or 1,
-    ).to_json()
+    wall_s = time.perf_counter() - started
     if error is not None:
-        record = _failed_record(cell, error, time.perf_counter() - started)
+        record = _failed_record(cell, error, wall_s)
     else:
         record = with_stats(Record.from_json(data), timing.confidence)
     phases = dict(record.extra.get("phases_s", {}))
+    if finished.waited_s > 0.01:
+        phases["waiting to start"] = finished.waited_s
     if error is None:  # the worker's own stages; the rest of its life is start-up and exit
-        phases["process start-up and exit"] = max(0.0, worker_s - (record.wall_s or 0.0))
-    phases["interference probes"] = time.perf_counter() - started - worker_s
-    extra = {**record.extra, "phases_s": phases}
-    return dataclasses.replace(record, interference=interference, extra=extra)
+        accounted = (record.wall_s or 0.0) + finished.waited_s + finished.probes_s
+        phases["process start-up and exit"] = max(0.0, wall_s - accounted)
+    phases["interference probes"] = finished.probes_s
+    extra = {**record.extra, "phases_s": phases, "cells_at_once": (machine or Machine()).slots}
+    return dataclasses.replace(record, interference=finished.interference or {}, extra=extra)
 
 
 def with_stats(record: Record, confidence: float) -> Record:
@@ -192,7 +185,7 @@ def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, A
     with tempfile.TemporaryDirectory(prefix="scanbench-profile-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "counts.json")
         spec.write_text(json.dumps(cell_spec(cell, TimingConfig())), encoding="utf-8")
-        data, error = _run_worker(["profile", str(spec), log_dir, str(out)], out, timeout_s)
+        data, error, _ = _run_worker(["profile", str(spec), log_dir, str(out)], out, timeout_s)
     if error is not None:
         raise HarnessError(f"profiling {cell.label} failed: {error}")
     return data
@@ -202,7 +195,7 @@ def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
     """Environment metadata and memory bandwidth, measured in a fresh process."""
     with tempfile.TemporaryDirectory(prefix="scanbench-env-") as tmp:
         out = Path(tmp, "environment.json")
-        data, error = _run_worker(["environment", str(out)], out, timeout_s)
+        data, error, _ = _run_worker(["environment", str(out)], out, timeout_s)
     if error is not None:
         raise HarnessError(f"could not collect the environment metadata: {error}")
     return data
@@ -226,13 +219,17 @@ def measure_cell(
     probes: bool = True,
     emit: Callable[[str], None] | None = None,
     count_parts: bool = False,
+    machine: Machine | None = None,
 ) -> Record:
-    """A cell in a worker, plus its time decomposition from the run's unit costs.
+    """A cell in a worker (under the run's ``machine``, `harness.overlap`), plus its time
+    decomposition from the run's unit costs.
 
     On a GPU, JAX cells are profiled a second time in a counts-only worker with command
     buffers kept on while profiling (``counts["gpu_command_buffers"]``).
     """
-    record = run_cell_in_worker(cell, timing, timeout_s, probes, emit=emit, count_parts=count_parts)
+    record = run_cell_in_worker(
+        cell, timing, timeout_s, probes, emit=emit, count_parts=count_parts, machine=machine
+    )
     if record.status != "ok" or not probes:
         return record
     environment = environment or {}
@@ -241,7 +238,12 @@ def measure_cell(
         from harness.probes.gpu import with_command_buffers
 
         extra = run_cell_in_worker(
-            cell, timing, timeout_s, counts_only=True, environ=with_command_buffers(os.environ)
+            cell,
+            timing,
+            timeout_s,
+            counts_only=True,
+            environ=with_command_buffers(os.environ),
+            machine=machine,
         )
         gpu = extra.counts.sections.get("gpu") or {"error": extra.error}
         counts = counts.with_section("gpu_command_buffers", gpu)
@@ -270,11 +272,16 @@ def measuring(
     environment: dict[str, Any] | None = None,
     probes: bool = True,
     count_parts: bool = False,
+    machine: Machine | None = None,
 ) -> Measure:
-    """How a run measures each of its cells: `measure_cell` with these settings."""
+    """How a run measures each of its cells: `measure_cell` with these settings, every
+    cell under the same ``machine`` (`harness.overlap`)."""
+    machine = machine or Machine()
 
     def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
-        return measure_cell(cell, timing, timeout_s, environment, probes, emit, count_parts)
+        return measure_cell(
+            cell, timing, timeout_s, environment, probes, emit, count_parts, machine
+        )
 
     return measure
 
@@ -284,55 +291,83 @@ def run_cells(
     measure_one: Measure,
     show_progress: bool | None = None,
     on_record: Callable[[Record], None] | None = None,
+    machine: Machine | None = None,
 ) -> list[Record]:
-    """Measure every cell in order (``measure_one(cell, emit)``; `measuring` builds the
-    usual one); return one record per cell. ``on_record(record)`` is called as each cell
-    finishes (the journal)."""
-
-    def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
-        cell_started = time.perf_counter()
-        record = measure_one(cell, emit)
-        if on_record is not None:
-            on_record(record)
-        walls.append(time.perf_counter() - cell_started)
-        return record
-
-    walls: list[float] = []  # per cell, as the runner saw it (worker start-up included)
+    """Measure every cell (``measure_one(cell, emit)``; `measuring` builds the usual one),
+    as many at once as the ``machine`` has slots (the one ``measure_one`` uses; each cell
+    in a thread, `harness.overlap` keeps their timed stages apart); return one record per
+    cell, in the order of ``cells``. ``on_record(record)`` is called in this thread as
+    each cell finishes (the journal): after a SIGINT or SIGTERM
+    (`harness.interrupts.Interrupted`, raised here) no cell is recorded, and the exception
+    propagates once every cell's worker is stopped and its thread has ended."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     if show_progress is None:
         show_progress = sys.stderr.isatty()
-    records: list[Record] = []
+    records: dict[int, Record] = {}
     started = time.perf_counter()
+    finished: list[float] = []  # runner-seen wall time of each finished cell
+    say = emit
+    progress = task = None
+    stack = contextlib.ExitStack()
     if show_progress:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         console = Console(stderr=True)
         columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("starting", total=len(cells))
-            for cell in cells:
-                progress.update(task, description=cell.label)
-                record = measure(cell, console.print)
-                records.append(record)
-                console.print(
-                    f"{cell.label}: {_describe(record)}{_eta(walls, len(cells), started)}"
-                )
-                progress.advance(task)
-        return records
+        progress = stack.enter_context(Progress(*columns, console=console))
+        task = progress.add_task("starting", total=len(cells))
+        say = console.print
+    running: dict[int, str] = {}
 
-    for index, cell in enumerate(cells, 1):
-        emit(f"[{index}/{len(cells)}] {cell.label}: running")
-        record = measure(cell, emit)
-        records.append(record)
-        eta = _eta(walls, len(cells), started)
-        emit(f"[{index}/{len(cells)}] {cell.label}: {_describe(record)}{eta}")
-    return records
+    def one(index: int, cell: Cell) -> tuple[Record, float]:
+        running[index] = cell.label
+        if progress is not None:
+            progress.update(task, description=", ".join(running.values()))
+        else:
+            say(f"[{index + 1}/{len(cells)}] {cell.label}: running")
+        cell_started = time.perf_counter()
+        try:
+            return measure_one(cell, say), time.perf_counter() - cell_started
+        finally:
+            running.pop(index, None)
+
+    jobs = machine.slots if machine is not None else 1
+    with stack, ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending = {pool.submit(one, i, cell): i for i, cell in enumerate(cells)}
+        try:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = pending.pop(future)
+                    record, wall = future.result()
+                    raise_if_interrupted()  # a cell ended by the signal is not a result
+                    records[index] = record
+                    finished.append(wall)
+                    if on_record is not None:
+                        on_record(record)
+                    eta = _eta(finished, len(cells), started)
+                    if progress is not None:
+                        progress.advance(task)
+                        say(f"{cells[index].label}: {_describe(record)}{eta}")
+                    else:
+                        label = f"[{index + 1}/{len(cells)}] {cells[index].label}"
+                        say(f"{label}: {_describe(record)}{eta}")
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            if machine is not None:  # each running worker takes a SIGTERM and exits
+                machine.shutdown(terminate=True)
+            raise
+    return [records[i] for i in range(len(cells))]
 
 
 def emit(line: str) -> None:
-    """A progress line on stderr, flushed (CI logs show it as it happens)."""
-    print(line, file=sys.stderr, flush=True)
+    """A progress line on stderr, flushed (CI logs show it as it happens); one write, so
+    the lines of two cells running at once never mix."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def _eta(walls: Sequence[float], total: int, started: float) -> str:

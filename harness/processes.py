@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
+from typing import Any
 
 from harness.interrupts import raise_if_interrupted
 
@@ -60,6 +61,12 @@ class Finished:
     returncode: int | None
     stderr: str
     timed_out: bool = False
+    # with a `harness.overlap.Machine`: the interference over its quiet stages, how long
+    # it waited to start and was stopped, and the runner's probing time
+    interference: dict[str, Any] | None = None
+    waited_s: float = 0.0
+    paused_s: float = 0.0
+    probes_s: float = 0.0
 
     def failure(self, timeout_s: float) -> str | None:
         """A one-paragraph description of a failure, None for a clean exit."""
@@ -85,15 +92,7 @@ def run_worker_process(
         while_running: ``while_running(pid)`` -> a context manager held while the
             process runs (e.g. sampling the machine's load).
     """
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent if os.name == "posix" else None,
-    )
+    process = start_worker(command, environ)
     context = while_running(process.pid) if while_running else nullcontext()
     try:
         raise_if_interrupted()  # a Ctrl-C during the fork may have been swallowed
@@ -106,6 +105,22 @@ def run_worker_process(
         stop(process)
         raise
     return Finished(process.returncode, stderr or "")
+
+
+def start_worker(
+    command: list[str], environ: dict[str, str], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen:
+    """Start a worker: stderr captured, no stdin or stdout, dying with this process."""
+    return subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        pass_fds=pass_fds,
+        preexec_fn=_die_with_parent if os.name == "posix" else None,
+    )
 
 
 def stop(process: subprocess.Popen) -> None:

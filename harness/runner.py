@@ -25,6 +25,7 @@ from harness.api import InputError, Record, StoreError
 from harness.interrupts import Interrupted, signals_raise
 from harness.journal import Journal, journal_path, read_journal
 from harness.launcher import collect_environment, emit, measuring, run_cells
+from harness.overlap import Machine, cells_at_once
 from harness.reference_cache import run_cache
 from harness.selection import Cell, select
 from harness.sources import file_source, load
@@ -53,6 +54,7 @@ class Plan:
     timeout_s: float
     probes: bool
     count_parts: bool = False  # see harness.worker.run_cell
+    overlap: bool = False  # two cells at once where the machine allows (harness.overlap)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +63,7 @@ class Plan:
             "timeout_s": self.timeout_s,
             "probes": self.probes,
             "count_parts": self.count_parts,
+            "overlap": self.overlap,
         }
 
     @classmethod
@@ -72,6 +75,7 @@ class Plan:
                 float(invocation["timeout_s"]),
                 bool(invocation["probes"]),
                 bool(invocation.get("count_parts", False)),
+                bool(invocation.get("overlap", False)),  # runs stored before it: alone
             )
         except (KeyError, TypeError, ValueError) as error:
             raise StoreError(
@@ -166,12 +170,15 @@ def execute(
         progress.saved = len(records)
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
 
+    slots, why = cells_at_once(plan.overlap, environment)
+    emit(why)
+    machine = Machine(slots)
     with journal, signals_raise(), run_cache():  # see harness.reference_cache
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
         measure = measuring(
-            plan.timing, plan.timeout_s, dict(environment), plan.probes, plan.count_parts
+            plan.timing, plan.timeout_s, dict(environment), plan.probes, plan.count_parts, machine
         )
-        run_cells(todo, measure, show_progress, on_record=save)
+        run_cells(todo, measure, show_progress, on_record=save, machine=machine)
     journal_file.unlink(missing_ok=True)  # complete: the results file holds everything
     return Run(environment, invocation, _ordered(plan.cells, records))
 
@@ -207,6 +214,7 @@ def plan(
     probes: bool = True,
     count_parts: bool = False,
     params: Mapping[str, Sequence[str]] | None = None,
+    overlap: bool = True,
 ) -> tuple[Plan, dict[str, Any]]:
     """The cells of a new run (every size x selected cell x device count, every name
     checked) and the invocation stored with it, which holds the plan (for ``--resume``)
@@ -221,7 +229,7 @@ def plan(
         for cell in select(scenarios, backends, size, dtype, seed, params)
         for count in devices
     ]
-    chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts)
+    chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts, overlap)
     facts = {}
     for cell in cells:
         scenario = load(cell.source)  # loaded once per process (harness.sources)

@@ -34,6 +34,7 @@ from harness.api import Backend, Counts, Record, Scenario, Size
 from harness.checks import InputSnapshot, check_again, check_of, checked_error
 from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
+from harness.overlap import Pauses, QuietLink
 from harness.probes.memory import tree_nbytes
 from harness.selection import Cell, scenario_of
 from harness.sharding.distributed import (
@@ -250,10 +251,12 @@ def _check_and_time(
     inputs = scenario.make_inputs(size, target.seed, target.dtype)
     expected = scenario.reference(inputs)
     snapshot = InputSnapshot.of(inputs)
-    start = time.perf_counter()
+    start = time.monotonic()  # the clock of the runner's pauses (harness.overlap)
     prepared = backend.prepare(inputs, size)
-    prepare_s = time.perf_counter() - start
-    output, first_call_s = time_call(backend.run, prepared)
+    prepared_at = time.monotonic()
+    prepare_s = prepared_at - start - beacon.paused_between(start, prepared_at)
+    output, first_call_s = time_call(backend.run, prepared, clock=time.monotonic)
+    first_call_s -= beacon.paused_between(prepared_at, time.monotonic())
     snapshot.verify(inputs, "during prepare or the first call")
     check = check_of(scenario, backend, prepared)
     max_error = checked_error(check, backend.to_reference(output), expected, target.dtype)
@@ -394,7 +397,11 @@ def main(argv: list[str]) -> int:
             TimingConfig(**spec["timing"]),
             probes=spec.get("probes", True),
             counts_only=spec.get("counts_only", False),
-            beacon=Beacon(Path(argv[2]).parent / PROGRESS_FILE),
+            beacon=Beacon(
+                Path(argv[2]).parent / PROGRESS_FILE,
+                link=QuietLink.from_environ(),  # harness.overlap: two workers, timed alone
+                pauses=Pauses.from_environ(),
+            ),
             count_parts=spec.get("count_parts", False),
             summarize=False,  # the runner summarizes (it has scipy.stats loaded already)
         )

@@ -1,0 +1,436 @@
+"""Two cells at once, timed alone: workers overlap their untimed phases only.
+
+A cell's worker spends most of its life in phases that time nothing: starting Python,
+importing JAX, compiling, checking the first call (about 60% of a `smoke` run). On a
+machine with a second core, a second worker can do those while the first one does them
+too. What is timed or counted must still run with the machine to itself, so:
+
+- the worker asks for the machine before a *quiet* stage (`QUIET_STAGES`: sampling,
+  counting) and gives it back when it goes on with an untimed one or exits
+  (`QuietLink`, two pipes; `harness.heartbeat.Beacon` does it as stages change);
+- the runner (`Machine`) then stops every other worker (SIGSTOP, and waits until each of
+  its threads is stopped), takes the interference probes (`harness.interference`: the
+  calibration probe, steal and load, runnable tasks sampled while the quiet stage runs),
+  grants, and continues the others (SIGCONT) when the machine is given back;
+- a stopped worker's clocks do not see the stop, so the runner writes each pause to a file
+  the worker reads (`Pauses`): its compile and first-call times and its stage times leave
+  the pauses out, and the time paused is a stage of its own;
+- a new worker starts only when nobody holds the machine; its timeout counts only the
+  time it was not stopped.
+
+With one slot (``--no-overlap``, a GPU, a multi-process run, one core) the same protocol
+runs and every grant is immediate. What two slots change is said in the report: compile
+times are taken while another worker may be compiling on the other core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from harness.interrupts import raise_if_interrupted
+from harness.processes import Finished, start_worker, stop
+from harness.sharding.distributed import COORDINATOR
+
+QUIET_STAGES = frozenset({"sampling", "counting", "skipped: estimate"})
+WAITING_STAGE = "waiting for the machine"
+PAUSED_STAGE = "paused while another cell was timed"
+QUIET_FDS = "SCANBENCH_QUIET_FDS"  # "<request write fd>,<grant read fd>" in a worker
+PAUSES = "SCANBENCH_PAUSES"  # the file of a worker's pauses (JSON [[stop, continue], ...])
+PAUSES_FILE = "pauses.json"
+STOP_WAIT_S = 2.0  # how long a SIGSTOPped worker may take to be stopped in every thread
+clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
+
+
+# ---------------------------------------------------------------- the worker's side
+
+
+class QuietLink:
+    """The worker's end of the protocol: `acquire` blocks until the runner grants the
+    machine (every other worker stopped); `release` gives it back."""
+
+    def __init__(self, request_fd: int, grant_fd: int) -> None:
+        self.request_fd, self.grant_fd = request_fd, grant_fd
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | os._Environ = os.environ) -> QuietLink | None:
+        value = environ.get(QUIET_FDS)
+        if not value:
+            return None
+        request, grant = (int(fd) for fd in value.split(","))
+        return cls(request, grant)
+
+    def acquire(self) -> None:
+        os.write(self.request_fd, b"q")
+        if os.read(self.grant_fd, 1) != b"g":
+            raise RuntimeError("the runner closed its end of the quiet link")
+
+    def release(self) -> None:
+        os.write(self.request_fd, b"r")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pauses:
+    """The worker's view of the times the runner stopped it (a file the runner rewrites
+    before each SIGCONT, so every pause that ended is in it when the worker runs)."""
+
+    path: Path | None
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | os._Environ = os.environ) -> Pauses:
+        value = environ.get(PAUSES)
+        return cls(Path(value) if value else None)
+
+    def between(self, start: float, end: float) -> float:
+        """Seconds of [start, end] (`clock` times) the worker spent stopped."""
+        if self.path is None:
+            return 0.0
+        try:
+            spans = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # no pause yet
+            return 0.0
+        return paused_within(spans, start, end)
+
+
+def paused_within(
+    spans: list[tuple[float, float]] | list[list[float]], start: float, end: float
+) -> float:
+    """The total overlap of the ``spans`` with [start, end] (pure)."""
+    return sum(max(0.0, min(end, b) - max(start, a)) for a, b in spans)
+
+
+# ---------------------------------------------------------------- the runner's side
+
+
+def cells_at_once(overlap: bool, environment: Mapping[str, Any]) -> tuple[int, str]:
+    """How many cells a run keeps alive at once, and a line that says why: two on a CPU
+    with at least two usable cores, one when ``overlap`` is off, on an accelerator (each
+    worker would hold the device and its memory), in a multi-process run (every process
+    must make the same calls in the same order) or on one core."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    alone = "one cell at a time"
+    if not overlap:
+        return 1, f"{alone} (--no-overlap)"
+    if environment.get("platform") != "cpu":
+        return 1, f"{alone}: on {environment.get('platform')}, cells do not share the device"
+    if COORDINATOR in os.environ:
+        return 1, f"{alone}: a multi-process run"
+    if (cores or 1) < 2:
+        return 1, f"{alone}: one core"
+    return 2, (
+        "two cells at a time: one compiles while the other does too or is timed; timing and "
+        "counting run with the other stopped (--no-overlap: one at a time)"
+    )
+
+
+@dataclasses.dataclass
+class QuietWatch:
+    """The interference measured over a worker's quiet stages (`harness.interference`):
+    probe and counters at the first grant and at the last release, runnable tasks sampled
+    while it holds the machine."""
+
+    pid: int
+    probe_before: float | None = None
+    probe_after: float | None = None
+    steal: list[Any] = dataclasses.field(default_factory=lambda: [None, None])
+    loads: list[Any] = dataclasses.field(default_factory=lambda: [None, None])
+    probes_s: float = 0.0
+    samples: Any = None
+    _sampler: contextlib.ExitStack | None = None
+
+    def begin(self) -> None:
+        from harness.interference import (
+            LoadSamples,
+            calibration_probe,
+            cpu_times,
+            load_average,
+            sample_load,
+        )
+
+        started = time.perf_counter()
+        if self.probe_before is None:
+            self.steal[0], self.loads[0] = cpu_times(), load_average()
+            self.probe_before = calibration_probe()
+        self.samples = self.samples or LoadSamples()
+        self._sampler = contextlib.ExitStack()
+        self._sampler.enter_context(sample_load(self.pid, self.samples))
+        self.probes_s += time.perf_counter() - started
+
+    def end(self) -> None:
+        from harness.interference import calibration_probe, cpu_times, load_average
+
+        started = time.perf_counter()
+        if self._sampler is not None:
+            self._sampler.close()
+            self._sampler = None
+        self.probe_after = calibration_probe()
+        self.steal[1], self.loads[1] = cpu_times(), load_average()
+        self.probes_s += time.perf_counter() - started
+
+    def assess(self) -> dict[str, Any]:
+        from harness.interference import LoadSamples, assess
+
+        return assess(
+            self.probe_before,
+            self.probe_after,
+            self.samples or LoadSamples(),
+            (self.steal[0], self.steal[1]),
+            (self.loads[0], self.loads[1]),
+            os.cpu_count() or 1,
+        ).to_json()
+
+
+@dataclasses.dataclass
+class Worker:
+    """A running worker as the `Machine` sees it."""
+
+    process: subprocess.Popen
+    pauses_path: Path | None
+    grant_fd: int
+    watch: QuietWatch
+    waited_s: float = 0.0  # before it could start (another worker held the machine)
+    pauses: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+    stopped_at: float | None = None
+
+    def paused_s(self, now: float | None = None) -> float:
+        total = sum(b - a for a, b in self.pauses)
+        if self.stopped_at is not None:
+            total += (now if now is not None else clock()) - self.stopped_at
+        return total
+
+
+class Machine:
+    """Who may use the machine: up to ``slots`` workers alive, at most one in a quiet
+    stage, every other worker stopped while it is (see the module doc)."""
+
+    def __init__(self, slots: int = 1) -> None:
+        if slots < 1:
+            raise ValueError(f"slots must be at least 1, got {slots}")
+        self.slots = slots
+        self._cond = threading.Condition()
+        self._live: list[Worker] = []
+        self._holder: Worker | None = None
+        self._closed = False
+
+    @contextlib.contextmanager
+    def running(
+        self,
+        start: Callable[[dict[str, str], tuple[int, ...]], subprocess.Popen],
+        environ: dict[str, str],
+        folder: Path | None,
+    ) -> Iterator[Worker]:
+        """Start a worker (``start(environ, pass_fds)``) once a slot is free and nobody
+        holds the machine; serve its requests while the block runs; forget it after."""
+        request_r, request_w = os.pipe()
+        grant_r, grant_w = os.pipe()
+        pauses_path = Path(folder, PAUSES_FILE) if folder is not None else None
+        env = {**environ, QUIET_FDS: f"{request_w},{grant_r}"}
+        if pauses_path is not None:
+            env[PAUSES] = str(pauses_path)
+        asked = clock()
+        try:
+            with self._cond:
+                self._cond.wait_for(
+                    lambda: self._closed or (self._holder is None and len(self._live) < self.slots)
+                )
+                if self._closed:
+                    raise RuntimeError("the machine was shut down")
+                process = start(env, (request_w, grant_r))
+                worker = Worker(process, pauses_path, grant_w, QuietWatch(process.pid))
+                worker.waited_s = clock() - asked
+                self._live.append(worker)
+        except BaseException:
+            for fd in (request_r, grant_w):
+                os.close(fd)
+            raise
+        finally:
+            os.close(request_w)
+            os.close(grant_r)
+        server = threading.Thread(
+            target=self._serve, args=(worker, request_r), name="scanbench-quiet", daemon=True
+        )
+        server.start()
+        try:
+            yield worker
+        finally:
+            self.resume_for_exit(worker)
+            server.join(timeout=10)
+            with self._cond:
+                self._end_quiet(worker)
+                if worker in self._live:
+                    self._live.remove(worker)
+                self._cond.notify_all()
+            with contextlib.suppress(OSError):
+                os.close(grant_w)
+
+    def _serve(self, worker: Worker, request_fd: int) -> None:
+        """Answer one worker's requests until it exits (its end of the pipe closes)."""
+        try:
+            while True:
+                try:
+                    byte = os.read(request_fd, 1)
+                except OSError:
+                    byte = b""
+                if byte == b"q":
+                    self._acquire(worker)
+                    with contextlib.suppress(OSError):
+                        os.write(worker.grant_fd, b"g")
+                elif byte == b"r":
+                    self._release(worker)
+                else:  # exited
+                    break
+        finally:
+            os.close(request_fd)
+            with self._cond:
+                self._end_quiet(worker)
+
+    def _acquire(self, worker: Worker) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._holder is None or self._holder is worker)
+            self._holder = worker
+            for other in self._live:
+                if other is not worker:
+                    _pause(other)
+            worker.watch.begin()
+
+    def _release(self, worker: Worker) -> None:
+        with self._cond:
+            self._end_quiet(worker)
+
+    def _end_quiet(self, worker: Worker) -> None:  # with self._cond held
+        """If ``worker`` holds the machine: its closing probes, then the others go on."""
+        if self._holder is not worker:
+            return
+        worker.watch.end()
+        self._holder = None
+        for other in self._live:
+            if other is not worker:
+                _resume(other)
+        self._cond.notify_all()
+
+    def resume_for_exit(self, worker: Worker) -> None:
+        """Continue a stopped worker so that it can take a SIGTERM or exit."""
+        with self._cond:
+            _resume(worker)
+
+    def shutdown(self, terminate: bool = False) -> None:
+        """Stop admitting workers and continue every stopped one, so that it can take a
+        signal; with ``terminate``, send each live worker SIGTERM (a run was interrupted:
+        the worker removes its temp folder and exits; its thread then returns)."""
+        with self._cond:
+            self._closed = True
+            for worker in self._live:
+                _resume(worker)
+                if terminate and worker.process.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        worker.process.terminate()
+            self._cond.notify_all()
+
+
+def _pause(worker: Worker) -> None:
+    if worker.stopped_at is not None or worker.process.poll() is not None:
+        return
+    worker.stopped_at = clock()
+    try:
+        os.kill(worker.process.pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        worker.stopped_at = None
+        return
+    _wait_stopped(worker.process.pid)
+
+
+def _wait_stopped(pid: int, limit_s: float = STOP_WAIT_S) -> None:
+    """Until every thread of ``pid`` is stopped (or gone): SIGSTOP is asynchronous."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return  # gone, or no /proc: nothing to wait on
+        states = []
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii") as stat:
+                    states.append(stat.read().rsplit(")", 1)[-1].split()[0])
+            except OSError:
+                continue
+        if all(state in ("T", "t", "Z", "X") for state in states):
+            return
+        time.sleep(0.001)
+
+
+def _resume(worker: Worker) -> None:
+    if worker.stopped_at is None:
+        return
+    worker.pauses.append((worker.stopped_at, clock()))
+    worker.stopped_at = None
+    if worker.pauses_path is not None:
+        tmp = worker.pauses_path.with_suffix(".tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_text(json.dumps(worker.pauses), encoding="utf-8")
+            os.replace(tmp, worker.pauses_path)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(worker.process.pid, signal.SIGCONT)
+
+
+def wait_active(
+    process: subprocess.Popen, worker: Worker, timeout_s: float, poll_s: float = 0.5
+) -> str:
+    """``process.communicate()``'s stderr, raising `subprocess.TimeoutExpired` once the
+    worker has run ``timeout_s`` seconds not counting the time it was stopped."""
+    started = clock()
+    while True:
+        try:
+            _, stderr = process.communicate(timeout=poll_s)
+            return stderr or ""
+        except subprocess.TimeoutExpired:
+            now = clock()
+            if now - started - worker.paused_s(now) >= timeout_s:
+                raise
+
+
+def run_worker(
+    machine: Machine,
+    command: list[str],
+    environ: dict[str, str],
+    timeout_s: float,
+    folder: Path | None,
+    while_running: Callable[[int], AbstractContextManager] | None = None,
+) -> Finished:
+    """`harness.processes.run_worker_process` under a `Machine`: started when admitted,
+    its quiet stages served, its timeout counted on the time it was not stopped."""
+    with machine.running(
+        lambda env, fds: start_worker(command, env, fds), environ, folder
+    ) as worker:
+        process = worker.process
+        context = while_running(process.pid) if while_running else nullcontext()
+        try:
+            raise_if_interrupted()  # a Ctrl-C during the fork may have been swallowed
+            with context:
+                stderr = wait_active(process, worker, timeout_s)
+            finished = Finished(process.returncode, stderr)
+        except subprocess.TimeoutExpired:
+            machine.resume_for_exit(worker)
+            stop(process)
+            finished = Finished(None, "", timed_out=True)
+        except BaseException:
+            machine.resume_for_exit(worker)
+            stop(process)
+            raise
+    return dataclasses.replace(
+        finished,
+        interference=worker.watch.assess(),
+        waited_s=worker.waited_s,
+        paused_s=worker.paused_s(),
+        probes_s=worker.watch.probes_s,
+    )

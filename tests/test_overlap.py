@@ -1,0 +1,190 @@
+"""Two cells at once, timed alone (`harness.overlap`): while one worker holds the machine
+the other is stopped, its pauses are left out of its compile time and its timeout, and
+the quiet worker's interference sees nobody else."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.heartbeat import Beacon
+from harness.launcher import measuring, run_cells
+from harness.overlap import (
+    PAUSED_STAGE,
+    WAITING_STAGE,
+    Machine,
+    Pauses,
+    cells_at_once,
+    paused_within,
+    run_worker,
+)
+from harness.selection import Cell
+from harness.timing import TimingConfig
+from tests.scenario_files.overlapping import COMPILE_CPU_S
+
+OVERLAPPING = str(Path(__file__).parent / "scenario_files" / "overlapping.py")
+
+# A worker that spins for CPU_S of CPU time, noting the longest wall-clock gap between
+# two of its loop turns (a stop shows as one) and the pauses the runner wrote for it.
+SPINNER = """
+import json, os, sys, time
+from harness.overlap import Pauses
+cpu_s, out = float(sys.argv[1]), sys.argv[2]
+start, last, gap = time.monotonic(), time.monotonic(), 0.0
+begin = time.thread_time()
+while time.thread_time() - begin < cpu_s:
+    now = time.monotonic()
+    gap, last = max(gap, now - last), now
+end = time.monotonic()
+json.dump({"gap": gap, "paused": Pauses.from_environ().between(start, end)}, open(out, "w"))
+"""
+
+# A worker that asks for the machine, holds it HOLD_S, and gives it back.
+HOLDER = """
+import sys, time
+from harness.overlap import QuietLink
+time.sleep(float(sys.argv[1]))
+link = QuietLink.from_environ()
+link.acquire()
+time.sleep(float(sys.argv[2]))
+link.release()
+"""
+
+
+def test_paused_within_adds_up_the_overlaps():
+    spans = [(1.0, 2.0), (3.0, 5.0)]
+    assert paused_within(spans, 0.0, 10.0) == 3.0
+    assert paused_within(spans, 1.5, 4.0) == 1.5
+    assert paused_within(spans, 2.0, 3.0) == 0.0
+    assert paused_within([], 0.0, 1.0) == 0.0
+
+
+def test_a_worker_is_stopped_while_the_other_holds_the_machine(tmp_path):
+    """The spinner (3 s of CPU, timeout 4 s) is stopped for the holder's 1.5 s: its wall
+    time passes its timeout, the time it ran does not; the gap it saw is the pause it was
+    told of."""
+    machine = Machine(2)
+    results: dict[str, object] = {}
+    spin_out = tmp_path / "spin.json"
+
+    def spinner() -> None:
+        folder = tmp_path / "spinner"
+        folder.mkdir()
+        command = [sys.executable, "-c", SPINNER, "3.0", str(spin_out)]
+        results["spinner"] = run_worker(machine, command, _env(), 4.0, folder)
+
+    def holder() -> None:
+        command = [sys.executable, "-c", HOLDER, "0.5", "1.5"]
+        results["holder"] = run_worker(machine, command, _env(), 60.0, tmp_path)
+
+    threads = [threading.Thread(target=spinner), threading.Thread(target=holder)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.monotonic() - started
+    spun, held = results["spinner"], results["holder"]
+    assert held.returncode == 0, held.stderr
+    assert spun.returncode == 0 and not spun.timed_out, spun.stderr
+    seen = json.loads(spin_out.read_text())
+    assert 1.3 <= spun.paused_s <= 2.5, spun.paused_s  # stopped while the holder held
+    assert abs(seen["paused"] - spun.paused_s) < 0.05  # told of it, to leave it out
+    assert seen["gap"] >= 0.9 * spun.paused_s  # and it really did not run meanwhile
+    assert wall > 4.0  # longer than its timeout on the wall clock, not in time it ran
+    assert held.interference["probe_before_s"] and held.interference["probe_after_s"]
+
+
+def test_a_new_worker_waits_while_another_holds_the_machine(tmp_path):
+    machine = Machine(2)
+    results = {}
+
+    def holder() -> None:
+        command = [sys.executable, "-c", HOLDER, "0", "1.0"]
+        results["holder"] = run_worker(machine, command, _env(), 60.0, tmp_path)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    time.sleep(0.6)  # the holder has the machine by now (Python start-up + 0 s)
+    late = run_worker(machine, [sys.executable, "-c", "pass"], _env(), 60.0, tmp_path)
+    thread.join()
+    assert late.returncode == 0 and results["holder"].returncode == 0
+    assert late.waited_s >= 0.2
+
+
+def test_a_beacon_asks_for_the_machine_around_quiet_stages():
+    calls: list[str] = []
+
+    class Link:
+        def acquire(self) -> None:
+            calls.append("acquire")
+
+        def release(self) -> None:
+            calls.append("release")
+
+    beacon = Beacon(None, link=Link())
+    for stage in ("load scenario", "prepare and check", "sampling", "counting"):
+        beacon.stage(stage)
+    beacon.stage("prepare and check")  # a reduced cell measured again, whole
+    beacon.stage("sampling")
+    beacon.stop()
+    assert calls == ["acquire", "release", "acquire"]
+    assert WAITING_STAGE in beacon.stages and PAUSED_STAGE not in beacon.stages
+
+
+def test_stage_times_leave_pauses_out(tmp_path):
+    now = [0.0]
+    pauses = tmp_path / "pauses.json"
+    pauses.write_text(json.dumps([[1.0, 3.0]]))
+    beacon = Beacon(None, clock=lambda: now[0], pauses=Pauses(pauses))
+    beacon.stage("prepare and check")
+    now[0] = 5.0
+    beacon.stop()
+    assert beacon.stages == {"prepare and check": 3.0, PAUSED_STAGE: 2.0}
+
+
+@pytest.mark.parametrize(
+    ("overlap", "platform", "slots"),
+    [(True, "cpu", 2), (False, "cpu", 1), (True, "gpu", 1)],
+)
+def test_two_cells_at_once_only_on_a_cpu_with_cores_to_spare(monkeypatch, overlap, platform, slots):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    got, why = cells_at_once(overlap, {"platform": platform})
+    assert got == slots and why
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0}, raising=False)
+    assert cells_at_once(True, {"platform": "cpu"})[0] == 1
+
+
+@pytest.mark.solo
+def test_a_compile_beside_a_timed_cell_is_paused_and_its_time_left_out():
+    """``compiling`` prepares for 3 s of CPU while ``timed`` (0.5 s of prepare, then 1 s
+    of samples) is timed: ``compiling`` is stopped meanwhile, its compile time is the 3 s
+    it ran, not the wall time it spanned, and ``timed`` saw no other runnable task."""
+    timing = TimingConfig(warmup=0, min_time_s=1.0, max_time_s=1.0, target_width=0.0)
+    machine = Machine(2)
+    cells = [
+        Cell("overlapping", name, "smoke", "float64", 0, OVERLAPPING)
+        for name in ("compiling", "timed")
+    ]
+    measure = measuring(timing, 120.0, probes=False, machine=machine)
+    compiling, timed = run_cells(cells, measure, False, machine=machine)
+    assert compiling.status == "ok", compiling.error
+    assert timed.status == "ok", timed.error
+    phases = compiling.extra["phases_s"]
+    assert phases[PAUSED_STAGE] >= 0.8  # stopped for timed's samples
+    assert COMPILE_CPU_S * 0.95 <= compiling.prepare_s <= COMPILE_CPU_S * 1.25
+    assert compiling.extra["cells_at_once"] == 2
+    assert timed.interference["others_mean"] < 0.5, timed.interference
+    assert not timed.disturbed or "runnable" not in " ".join(timed.interference["reasons"])
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": root}
