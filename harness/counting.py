@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from harness.api import Backend, Scenario, Size
 from harness.counts import Counts
+
+COUNTING = "counting"  # the counted call: a quiet stage (harness.overlap.QUIET_STAGES)
+PREPARING = "preparing to count"  # a fresh prepare and its first, plain call
+MEMORY = "memory"  # the memory call
 
 
 def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
@@ -58,6 +63,7 @@ def counts_per_call(
     device: dict[str, Any],
     parts: bool = False,
     input_bytes: int | None = None,
+    stage: Callable[[str], None] = lambda name: None,
 ) -> Counts:
     """Exact counts of one call at ``size``, and its memory (`memory_counts`).
 
@@ -74,35 +80,67 @@ def counts_per_call(
     ``size`` only, on a call of its own after the counted one (`harness.probes.memory`:
     that call's frees, made after `release_freed_memory`, return the allocator's free
     memory to the OS first).
+
+    ``stage(name)`` is told what runs next (`harness.heartbeat.Beacon.stage`): only the
+    counted call times anything (its trace's device-busy share, its compilations), so
+    only it is ``"counting"``, a quiet stage (`harness.overlap`); preparing here and the
+    plain call before it are `PREPARING`, the memory call `MEMORY`: a peak of this
+    process's memory, which another process cannot change.
     """
     from harness.linear_counts import POINTS, linear_counts
-    from harness.probes.memory import freed_memory_visible, tree_nbytes
+    from harness.probes.compilations import count_compilations
+    from harness.probes.memory import call_peak, freed_memory_visible, tree_nbytes
     from harness.timing import call_and_wait
 
     platform = device["platform"]
     inputs_of_full_size: list[int] = []
 
     def fresh(at: Size) -> Any:
+        stage(PREPARING)
         inputs = scenario.make_inputs(at, seed, dtype)
         if at is size:
             inputs_of_full_size.append(tree_nbytes(inputs))
         return backend.prepare(inputs, at)
 
+    plain_calls: list[tuple[Any, Any, Any]] = []  # (compilations, output, peak)
+
     def count_warm(ready: Any, warm: bool) -> dict[str, Any]:
         """Counts of a warm call: ``ready``'s next one, after one plain (untraced) call
-        when ``ready`` was just prepared (a path compiled on first use)."""
+        when ``ready`` was just prepared (a path compiled on first use). That plain call's
+        compilations and memory peak are kept (see `with_memory`)."""
+        plain_calls.clear()
         if not warm:
-            call_and_wait(backend.run, ready)
+            stage(PREPARING)
+            kept: list[Any] = []
+            compiled = count_compilations(
+                lambda: kept.extend(call_peak(lambda: call_and_wait(backend.run, ready), platform))
+            )
+            plain_calls.append((compiled, *kept))
+        stage(COUNTING)
         return count_cell(backend, ready, platform)
 
     def with_memory(counts: dict[str, Any], ready: Any | None) -> Counts:
+        """The counts with the memory of one warm call. The plain call before the counted
+        one stands for it when both compiled the same programs, at least one: a backend
+        that compiles on every call (the eager MPPI loop: 24 programs, ~1-4 s a call) has
+        no warmer call, and is not called a third time for its memory."""
         if ready is None:
             shown = ", ".join(map(str, POINTS))
             counts = {**counts, "memory_error": f"not measured at this size (counted at {shown})"}
             return Counts.from_json(counts)
         try:
             inputs = inputs_of_full_size[0] if inputs_of_full_size else input_bytes
-            memory = call_memory(backend, ready, platform, inputs, counts.get("static"))
+            static = counts.get("static")
+            compiled = (counts.get("compilations") or {}).get("compiles")
+            if plain_calls and compiled and plain_calls[0][0].compiles == compiled:
+                _, output, peak = plain_calls[0]
+                memory = memory_counts(peak, inputs, tree_nbytes(output), static)
+                memory["measured_on"] = (
+                    f"the plain call before the counted one (each compiles {compiled} programs)"
+                )
+            else:
+                stage(MEMORY)
+                memory = call_memory(backend, ready, platform, inputs, static)
             return Counts.from_json({**counts, "memory": memory})
         except Exception as error:  # stored next to the counts; the timing stays valid
             return Counts.from_json({**counts, "memory_error": f"{type(error).__name__}: {error}"})

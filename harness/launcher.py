@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -320,8 +321,9 @@ def run_cells(
         task = progress.add_task("starting", total=len(cells))
         say = console.print
     running: dict[int, str] = {}
+    lock = threading.Lock()
 
-    def one(index: int, cell: Cell) -> tuple[Record, float]:
+    def one(index: int, cell: Cell) -> Record:
         running[index] = cell.label
         if progress is not None:
             progress.update(task, description=", ".join(running.values()))
@@ -329,9 +331,19 @@ def run_cells(
             say(f"[{index + 1}/{len(cells)}] {cell.label}: running")
         cell_started = time.perf_counter()
         try:
-            return measure_one(cell, say), time.perf_counter() - cell_started
+            record = measure_one(cell, say)
         finally:
             running.pop(index, None)
+        raise_if_interrupted()  # a cell ended by the signal is not a result
+        with lock:  # the result line here, before the next cell's "running" line
+            finished.append(time.perf_counter() - cell_started)
+            eta = _eta(finished, len(cells), started)
+            if progress is not None:
+                progress.advance(task)
+                say(f"{cell.label}: {_describe(record)}{eta}")
+            else:
+                say(f"[{index + 1}/{len(cells)}] {cell.label}: {_describe(record)}{eta}")
+        return record
 
     jobs = machine.slots if machine is not None else 1
     with stack, ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -341,19 +353,11 @@ def run_cells(
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     index = pending.pop(future)
-                    record, wall = future.result()
+                    record = future.result()
                     raise_if_interrupted()  # a cell ended by the signal is not a result
                     records[index] = record
-                    finished.append(wall)
                     if on_record is not None:
                         on_record(record)
-                    eta = _eta(finished, len(cells), started)
-                    if progress is not None:
-                        progress.advance(task)
-                        say(f"{cells[index].label}: {_describe(record)}{eta}")
-                    else:
-                        label = f"[{index + 1}/{len(cells)}] {cells[index].label}"
-                        say(f"{label}: {_describe(record)}{eta}")
         except BaseException:
             for future in pending:
                 future.cancel()

@@ -27,6 +27,7 @@ import os
 import statistics
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -191,7 +192,9 @@ def measure(
         if probes or counts_only:
             beacon.stage("counting", "counting (trace, transfers, HLO, memory)")
             device = base["device"]
-            counts = _counts(scenario, backend, size, target, measured, device, count_parts)
+            counts = _counts(
+                scenario, backend, size, target, measured, device, count_parts, beacon.stage
+            )
     except Exception as error:  # a failed cell is stored with its error; the run goes on
         beacon.stop()
         return Record(
@@ -334,7 +337,14 @@ def _measure(
 
 
 def _counts(
-    scenario, backend, size, target, measured: _Measured, device, parts: bool = False
+    scenario,
+    backend,
+    size,
+    target,
+    measured: _Measured,
+    device,
+    parts: bool = False,
+    stage: Callable[[str], None] = lambda name: None,
 ) -> Counts:
     """Exact counts per call at ``size`` (`counts_per_call`: directly, or by the checked
     linear model). A target timed on part of the work (`_measure`) is still counted at the
@@ -351,6 +361,7 @@ def _counts(
         device,
         parts=parts,
         input_bytes=measured.input_bytes if whole else None,
+        stage=stage,
     )
 
 

@@ -188,3 +188,30 @@ def _env() -> dict[str, str]:
 
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": root}
+
+
+def test_only_the_counted_calls_hold_the_machine():
+    """A cell counted at 2, 3 and 4 steps (`harness.linear_counts`) prepares each size
+    and calls it once untimed without the machine; it holds it for each counted call."""
+    from harness.counting import COUNTING, PREPARING
+    from harness.worker import run_cell
+    from tests.test_budget import BUDGET, _cell
+
+    held: list[str] = []
+
+    class Link:
+        def acquire(self) -> None:
+            held.append("acquire")
+
+        def release(self) -> None:
+            held.append("release")
+
+    beacon = Beacon(None, link=Link())
+    record = run_cell(_cell("sleepy"), BUDGET, probes=True, beacon=beacon)
+    assert record.status == "ok", record.error
+    assert record.counts.scale == 1.0 and record.sampling["scaled"]
+    phases = record.extra["phases_s"]
+    assert phases[PREPARING] >= 3 * 2 * 0.02  # three sizes' plain calls, 2-4 steps each
+    assert COUNTING in phases
+    # sampling (acquire), then per size: prepare (release), count (acquire)
+    assert held == ["acquire"] + ["release", "acquire"] * 3
