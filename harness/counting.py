@@ -88,8 +88,7 @@ def counts_per_call(
     process's memory, which another process cannot change.
     """
     from harness.linear_counts import POINTS, linear_counts
-    from harness.probes.compilations import count_compilations
-    from harness.probes.memory import call_peak, freed_memory_visible, tree_nbytes
+    from harness.probes.memory import freed_memory_visible, tree_nbytes
     from harness.timing import call_and_wait
 
     platform = device["platform"]
@@ -102,45 +101,24 @@ def counts_per_call(
             inputs_of_full_size.append(tree_nbytes(inputs))
         return backend.prepare(inputs, at)
 
-    plain_calls: list[tuple[Any, Any, Any]] = []  # (compilations, output, peak)
-
     def count_warm(ready: Any, warm: bool) -> dict[str, Any]:
         """Counts of a warm call: ``ready``'s next one, after one plain (untraced) call
-        when ``ready`` was just prepared (a path compiled on first use). That plain call's
-        compilations and memory peak are kept (see `with_memory`)."""
-        plain_calls.clear()
+        when ``ready`` was just prepared (a path compiled on first use)."""
         if not warm:
             stage(PREPARING)
-            kept: list[Any] = []
-            compiled = count_compilations(
-                lambda: kept.extend(call_peak(lambda: call_and_wait(backend.run, ready), platform))
-            )
-            plain_calls.append((compiled, *kept))
+            call_and_wait(backend.run, ready)
         stage(COUNTING)
         return count_cell(backend, ready, platform)
 
     def with_memory(counts: dict[str, Any], ready: Any | None) -> Counts:
-        """The counts with the memory of one warm call. The plain call before the counted
-        one stands for it when both compiled the same programs, at least one: a backend
-        that compiles on every call (the eager MPPI loop: 24 programs, ~1-4 s a call) has
-        no warmer call, and is not called a third time for its memory."""
         if ready is None:
             shown = ", ".join(map(str, POINTS))
             counts = {**counts, "memory_error": f"not measured at this size (counted at {shown})"}
             return Counts.from_json(counts)
+        stage(MEMORY)
         try:
             inputs = inputs_of_full_size[0] if inputs_of_full_size else input_bytes
-            static = counts.get("static")
-            compiled = (counts.get("compilations") or {}).get("compiles")
-            if plain_calls and compiled and plain_calls[0][0].compiles == compiled:
-                _, output, peak = plain_calls[0]
-                memory = memory_counts(peak, inputs, tree_nbytes(output), static)
-                memory["measured_on"] = (
-                    f"the plain call before the counted one (each compiles {compiled} programs)"
-                )
-            else:
-                stage(MEMORY)
-                memory = call_memory(backend, ready, platform, inputs, static)
+            memory = call_memory(backend, ready, platform, inputs, counts.get("static"))
             return Counts.from_json({**counts, "memory": memory})
         except Exception as error:  # stored next to the counts; the timing stays valid
             return Counts.from_json({**counts, "memory_error": f"{type(error).__name__}: {error}"})

@@ -57,7 +57,8 @@ clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
 
 class QuietLink:
     """The worker's end of the protocol: `acquire` blocks until the runner grants the
-    machine (every other worker stopped); `release` gives it back."""
+    machine (every other worker stopped, the opening probes taken); `release` gives it
+    back and blocks until the closing probes are taken."""
 
     def __init__(self, request_fd: int, grant_fd: int) -> None:
         self.request_fd, self.grant_fd = request_fd, grant_fd
@@ -76,7 +77,11 @@ class QuietLink:
             raise RuntimeError("the runner closed its end of the quiet link")
 
     def release(self) -> None:
+        """Give the machine back; returns once the runner has taken its closing probes
+        (the calibration probe must not run beside this worker's next stage)."""
         os.write(self.request_fd, b"r")
+        if os.read(self.grant_fd, 1) != b"g":
+            raise RuntimeError("the runner closed its end of the quiet link")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,6 +292,8 @@ class Machine:
                         os.write(worker.grant_fd, b"g")
                 elif byte == b"r":
                     self._release(worker)
+                    with contextlib.suppress(OSError):
+                        os.write(worker.grant_fd, b"g")
                 else:  # exited
                     break
         finally:

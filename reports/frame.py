@@ -134,14 +134,7 @@ def _memory_columns(counts: Counts) -> dict:
         "mem_peak": peak,
         "mem_exact": measured.get("exact", True),
         "mem_method": measured.get("method"),
-        "mem_note": "; ".join(
-            note
-            for note in (
-                measured.get("note") or counts.errors.get("memory") or "",
-                f"measured on {memory['measured_on']}" if memory.get("measured_on") else "",
-            )
-            if note
-        ),
+        "mem_note": measured.get("note") or counts.errors.get("memory") or "",
         "mem_minimum": minimum,
         "mem_planned": memory.get("planned_bytes"),
         "mem_temp": memory.get("temp_bytes"),

@@ -300,6 +300,14 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
             f"XLA_FLAGS={env.get('xla_flags') or '(none)'}, commit {env.get('git_commit')}, "
             f"{env.get('timestamp', '?')}"
         )
+        at_once = max((r.extra.get("cells_at_once", 1) for r in run.records), default=1)
+        if at_once > 1:
+            lines.append(
+                f"run {index}: {at_once} cells at a time (harness.overlap): a cell imported, "
+                "compiled and checked its first call while another cell's worker ran too, so "
+                "its *compile* may be slower than alone; its sampling and counting ran with "
+                "every other worker stopped (`scanbench run --no-overlap`: one at a time)"
+            )
     return lines
 
 
@@ -309,7 +317,8 @@ COLUMN_HELP = (
     "see the note under the table); *n (±)*: timed calls and the half-width of the 95% "
     "interval of the median, relative (sampling stops at ±1% or when the cell's time budget "
     "is spent; *n=1, no interval*: one call exceeded the budget); *compile*: untimed prepare "
-    "(device placement + JIT/Numba compilation); *speedup vs B*: median of backend B / "
+    "(device placement + JIT/Numba compilation; beside another cell's worker when the "
+    "environment says two cells at a time); *speedup vs B*: median of backend B / "
     "median, B being the scenario's sequential (Python loop) backend measured in the same "
     "run; *x fastest*: median / fastest median of the same run in the table (*tie*: the 95% "
     "bootstrap interval of that ratio includes 1, so the two are not told apart); "

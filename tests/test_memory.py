@@ -258,34 +258,3 @@ def test_a_call_timed_after_counting_is_not_slowed_by_the_memory_probe():
         per_call = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20
     output_pages = size["n"] * size["batch"] * 8 // 4096  # 195: the output alone
     assert per_call < output_pages / 4, f"{per_call:.0f} page faults per call"
-
-
-@pytest.mark.parametrize(("backend", "calls"), [("jax-recompiles", 2), ("jax-cumsum", None)])
-def test_a_backend_that_compiles_on_every_call_is_not_called_again_for_its_memory(backend, calls):
-    """Counting a freshly prepared backend makes one plain call, then the counted one.
-    When both compiled the same programs (here 1 each), the plain call is as warm as any
-    and its memory is the memory; a backend compiled ahead of time (0 compilations) gets
-    a call of its own for its memory, as before."""
-    from harness.worker import configure_jax
-    from tests.scenario_files import allocates
-
-    configure_jax("float64")
-    scenario = allocates.SCENARIO
-    allocates.RECOMPILING_CALLS.clear()
-    counts = counts_per_call(
-        scenario,
-        scenario.backend(backend),
-        scenario.size("smoke"),
-        None,
-        0,
-        "float64",
-        device_info(),
-    )
-    memory = counts.memory
-    assert memory["output_bytes"] == 8 * N and memory["measured"]["bytes"] >= 8 * N * 0.9
-    if calls is None:
-        assert "measured_on" not in memory
-    else:
-        assert counts.compilations["compiles"] == 1
-        assert "plain call before the counted one" in memory["measured_on"]
-        assert len(allocates.RECOMPILING_CALLS) == calls  # not a third time for its memory

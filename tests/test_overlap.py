@@ -215,3 +215,41 @@ def test_only_the_counted_calls_hold_the_machine():
     assert COUNTING in phases
     # sampling (acquire), then per size: prepare (release), count (acquire)
     assert held == ["acquire"] + ["release", "acquire"] * 3
+
+
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_reports_say_when_cells_ran_two_at_a_time(at_once):
+    import dataclasses
+
+    from harness.store import Run
+    from harness.worker import run_cell
+    from reports.markdown import render
+    from reports.model import build
+    from tests.test_budget import BUDGET, _cell
+
+    record = run_cell(_cell("quick"), BUDGET, probes=False)
+    record = dataclasses.replace(record, extra={**record.extra, "cells_at_once": at_once})
+    markdown = render(build([Run({}, {}, (record,))]))
+    assert ("2 cells at a time" in markdown) == (at_once == 2)
+
+
+def test_giving_the_machine_back_waits_for_the_closing_probes():
+    """`QuietLink.release` returns only once the runner answers (it takes the closing
+    calibration probe first, which must not run beside the worker's next stage)."""
+    import os
+
+    from harness.overlap import QuietLink
+
+    request_r, request_w = os.pipe()
+    grant_r, grant_w = os.pipe()
+    link = QuietLink(request_w, grant_r)
+    returned = threading.Event()
+    thread = threading.Thread(target=lambda: (link.release(), returned.set()))
+    thread.start()
+    assert os.read(request_r, 1) == b"r"
+    assert not returned.wait(0.3)  # still waiting for the runner
+    os.write(grant_w, b"g")
+    assert returned.wait(5)
+    thread.join()
+    for fd in (request_r, request_w, grant_r, grant_w):
+        os.close(fd)

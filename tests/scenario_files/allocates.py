@@ -42,18 +42,6 @@ def _doubled_cumsum_minus(x):
     return 2.0 * x + (jnp.cumsum(x) - jnp.cumsum(x))  # a temporary XLA must plan for
 
 
-RECOMPILING_CALLS: list[int] = []  # one entry per call of `jax-recompiles`
-
-
-def _recompiles(x):
-    """Jits a new function on every call, so every call compiles it (the eager MPPI
-    loop's pattern, once)."""
-    import jax
-
-    RECOMPILING_CALLS.append(1)
-    return np.asarray(jax.jit(lambda v: 2.0 * v)(x))
-
-
 SCENARIO = Scenario(
     name="allocates",
     description="doubling, with and without known temporaries",
@@ -73,7 +61,6 @@ SCENARIO = Scenario(
             "numpy-temporary", Strategy.VMAPPED, "numpy", _with_temporary
         ),
         "jax-cumsum": jax_backend("jax-cumsum", Strategy.VMAPPED, _doubled_cumsum_minus),
-        "jax-recompiles": host_backend("jax-recompiles", Strategy.SEQUENTIAL, "jax", _recompiles),
     },
     throughput_unit="elements",
     dtypes=("float64",),
