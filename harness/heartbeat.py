@@ -120,14 +120,20 @@ def heartbeat(
     emit: Callable[[str], None],
     every_s: float = EVERY_S,
     clock: Callable[[], float] = time.monotonic,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> Iterator[None]:
-    """Emit `heartbeat_line` every ``every_s`` seconds while the block runs."""
+    """Emit `heartbeat_line` every ``every_s`` seconds while the block runs; ``stopped()``
+    says whether the worker is stopped right now (`harness.overlap`: another cell is
+    being timed), which its own phase cannot say."""
     stop = threading.Event()
     started = clock()
 
     def loop() -> None:
         while not stop.wait(every_s):
-            emit(heartbeat_line(label, clock() - started, read_phase(progress)))
+            phase = read_phase(progress)
+            if stopped():
+                phase += " (stopped while another cell is timed)"
+            emit(heartbeat_line(label, clock() - started, phase))
 
     thread = threading.Thread(target=loop, name="scanbench-heartbeat", daemon=True)
     thread.start()

@@ -24,7 +24,7 @@ from harness.api import HarnessError, Record, Strategy
 from harness.decomposition import decompose
 from harness.heartbeat import PROGRESS_FILE, heartbeat
 from harness.interrupts import raise_if_interrupted
-from harness.overlap import Machine, run_worker
+from harness.overlap import Machine, is_stopped, run_worker
 from harness.processes import Finished, run_worker_process, stderr_tail
 from harness.selection import Cell, scenario_of
 from harness.sharding.distributed import environ_for
@@ -56,7 +56,9 @@ def _run_worker(
     def while_running(pid: int) -> contextlib.AbstractContextManager:
         if beat is None:
             return contextlib.nullcontext()
-        return heartbeat(beat[0], out.parent / PROGRESS_FILE, beat[1])
+        return heartbeat(
+            beat[0], out.parent / PROGRESS_FILE, beat[1], stopped=lambda: is_stopped(pid)
+        )
 
     command = _worker_command(*args, python=python)
     if machine is None:

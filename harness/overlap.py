@@ -356,22 +356,35 @@ def _pause(worker: Worker) -> None:
     _wait_stopped(worker.process.pid)
 
 
+def _thread_states(pid: int) -> list[str] | None:
+    """The state letter of each thread of ``pid`` (``/proc``), None when it is gone or
+    there is no ``/proc``."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    states = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii") as stat:
+                states.append(stat.read().rsplit(")", 1)[-1].split()[0])
+        except OSError:
+            continue
+    return states
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (SIGSTOP) right now."""
+    states = _thread_states(pid)
+    return bool(states) and all(state in ("T", "t") for state in states)
+
+
 def _wait_stopped(pid: int, limit_s: float = STOP_WAIT_S) -> None:
     """Until every thread of ``pid`` is stopped (or gone): SIGSTOP is asynchronous."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            return  # gone, or no /proc: nothing to wait on
-        states = []
-        for task in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii") as stat:
-                    states.append(stat.read().rsplit(")", 1)[-1].split()[0])
-            except OSError:
-                continue
-        if all(state in ("T", "t", "Z", "X") for state in states):
+        states = _thread_states(pid)
+        if states is None or all(state in ("T", "t", "Z", "X") for state in states):
             return
         time.sleep(0.001)
 

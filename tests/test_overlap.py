@@ -253,3 +253,32 @@ def test_giving_the_machine_back_waits_for_the_closing_probes():
     thread.join()
     for fd in (request_r, request_w, grant_r, grant_w):
         os.close(fd)
+
+
+def test_a_stopped_worker_is_said_to_be_stopped(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    from harness.heartbeat import heartbeat
+    from harness.overlap import is_stopped
+
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert not is_stopped(process.pid)
+        os.kill(process.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while not is_stopped(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        lines: list[str] = []
+        progress = tmp_path / "progress.txt"
+        progress.write_text("preparing and checking")
+        with heartbeat(
+            "toy/cell", progress, lines.append, 0.05, stopped=lambda: is_stopped(process.pid)
+        ):
+            time.sleep(0.2)
+        assert lines and "preparing and checking (stopped while another cell is timed)" in lines[0]
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+        process.kill()
+        process.wait()
