@@ -24,7 +24,7 @@ from harness.api import HarnessError, Record, Strategy
 from harness.decomposition import decompose
 from harness.heartbeat import PROGRESS_FILE, heartbeat
 from harness.interrupts import raise_if_interrupted
-from harness.overlap import Machine, is_stopped, run_worker
+from harness.overlap import PAUSED_STAGE, Machine, is_stopped, run_worker
 from harness.processes import Finished, run_worker_process, stderr_tail
 from harness.selection import Cell, scenario_of
 from harness.sharding.distributed import environ_for
@@ -165,7 +165,11 @@ def run_cell_in_worker(
     if finished.waited_s > 0.01:
         phases["waiting to start"] = finished.waited_s
     if error is None:  # the worker's own stages; the rest of its life is start-up and exit
-        accounted = (record.wall_s or 0.0) + finished.waited_s + finished.probes_s
+        # pauses the worker's stages did not see: before its first stage (imports)
+        unseen = max(0.0, finished.paused_s - phases.get(PAUSED_STAGE, 0.0))
+        if unseen > 0.001:
+            phases[PAUSED_STAGE] = phases.get(PAUSED_STAGE, 0.0) + unseen
+        accounted = (record.wall_s or 0.0) + finished.waited_s + finished.probes_s + unseen
         phases["process start-up and exit"] = max(0.0, wall_s - accounted)
     phases["interference probes"] = finished.probes_s
     extra = {**record.extra, "phases_s": phases, "cells_at_once": (machine or Machine()).slots}
