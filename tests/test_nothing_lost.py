@@ -54,29 +54,40 @@ def wait_for_records(journal: Path, count: int, timeout_s: float = 120) -> None:
     raise AssertionError(f"{journal} did not reach {count} records")
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code):
+@pytest.mark.parametrize(
+    ("signum", "code", "overlap"),
+    [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)],
+    ids=["sigint-one-at-a-time", "sigterm-two-at-a-time"],
+)
+def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code, overlap):
+    """One cell at a time: `good` saved, `hang` running, `delayed` not started. Two at a
+    time (`harness.overlap`): `good` and `hang` start together; the signal stops `hang`'s
+    worker from the runner's thread pool and nothing it ended is saved."""
     out = tmp_path / "run.json"
-    process = scanbench(*run_toy(out, ["good", "hang", "delayed"], "--timeout", "6"))
+    backends = ["good", "hang"] if overlap else ["good", "hang", "delayed"]
+    extra = () if overlap else ("--no-overlap",)
+    process = scanbench(*run_toy(out, backends, "--timeout", "6", *extra))
     wait_for_records(journal_path(out), 1)
     time.sleep(0.5)  # the hanging cell is running now
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == code, stderr
-    assert f"interrupted: 1 of 3 cells saved in {out}" in stderr
+    assert f"interrupted: 1 of {len(backends)} cells saved in {out}" in stderr
     assert f"scanbench run --resume {out}" in stderr and "Traceback" not in stderr
     assert [r.backend for r in load_run(out).records] == ["good"]
     resumed = scanbench("run", "--resume", str(out), "--quiet")
     _, stderr = resumed.communicate(timeout=120)
     assert resumed.returncode == 1, stderr  # the hanging cell fails (timeout), as stored
-    assert "resuming" in stderr and "2 of 3 cells to run" in stderr
+    assert "resuming" in stderr and f"{len(backends) - 1} of {len(backends)} cells to run" in stderr
     records = load_run(out).records
-    assert [r.backend for r in records] == ["good", "hang", "delayed"]
-    assert "timeout" in records[1].error and records[2].status == "ok"
+    assert [r.backend for r in records] == backends
+    assert "timeout" in records[1].error
+    if not overlap:
+        assert records[2].status == "ok"
     assert not journal_path(out).exists()  # complete: the results file holds everything
     again = scanbench("run", "--resume", str(out), "--quiet")
     _, stderr = again.communicate(timeout=60)
-    assert "nothing to resume: all 3 cells" in stderr
+    assert f"nothing to resume: all {len(backends)} cells" in stderr
 
 
 def test_resume_refuses_another_environment_without_force(tmp_path):
