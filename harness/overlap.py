@@ -430,7 +430,9 @@ def run_worker(
     """`harness.processes.run_worker_process` under a `Machine`: started when admitted,
     its quiet stages served, its timeout counted on the time it was not stopped."""
     with machine.running(
-        lambda env, fds: start_worker(command, env, fds), environ, folder
+        lambda env, fds: start_worker(command, env, fds, death_signal=signal.SIGCONT),
+        environ,
+        folder,
     ) as worker:
         process = worker.process
         context = while_running(process.pid) if while_running else nullcontext()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import dataclasses
+import functools
 import os
 import shutil
 import signal
@@ -32,10 +33,13 @@ STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+PARENT_PID = "SCANBENCH_PARENT_PID"  # the runner's pid, for the worker's parent watch
+
+
+def _die_with_parent(death_signal: int = signal.SIGTERM) -> None:  # between fork and exec
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(PR_SET_PDEATHSIG, death_signal)
 
 
 def exit_description(returncode: int) -> str:
@@ -108,18 +112,27 @@ def run_worker_process(
 
 
 def start_worker(
-    command: list[str], environ: dict[str, str], pass_fds: tuple[int, ...] = ()
+    command: list[str],
+    environ: dict[str, str],
+    pass_fds: tuple[int, ...] = (),
+    death_signal: int = signal.SIGTERM,
 ) -> subprocess.Popen:
-    """Start a worker: stderr captured, no stdin or stdout, dying with this process."""
+    """Start a worker: stderr captured, no stdin or stdout, dying with this process (the
+    kernel sends it ``death_signal`` when this process dies). A worker this process may
+    SIGSTOP (`harness.overlap`) gets SIGCONT instead: a SIGTERM would wait, pending,
+    for a SIGCONT that never comes, and the stopped orphan would hold its memory for
+    ever; continued, its parent watch (`exit_with_parent`) sees the run gone and exits."""
     return subprocess.Popen(
         command,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=environ,
+        env={**environ, PARENT_PID: str(os.getpid())},
         stdin=subprocess.DEVNULL,
         pass_fds=pass_fds,
-        preexec_fn=_die_with_parent if os.name == "posix" else None,
+        preexec_fn=functools.partial(_die_with_parent, death_signal)
+        if os.name == "posix"
+        else None,
     )
 
 
@@ -139,21 +152,24 @@ def stop(process: subprocess.Popen) -> None:
 def exit_with_parent(argv: list[str]) -> None:
     """In a worker (``argv`` ends with its output path in a ``scanbench-*`` temp folder):
     remove that folder and exit when the parent asks (SIGTERM: a Ctrl-C, a timeout) or
-    dies (SIGTERM from the kernel, see `_die_with_parent`; a watchdog thread also notices
-    being re-parented). Called before the worker's heavy imports, so that a SIGTERM
+    dies (SIGTERM from the kernel, see `_die_with_parent`, or SIGCONT for a worker that
+    may be stopped; a watchdog thread notices being re-parented, comparing with the
+    runner's pid it was given). Called before the worker's heavy imports, so that a SIGTERM
     during them cleans up too; it imports nothing heavy itself."""
     if not argv or not argv[-1]:
         return
     folder = os.path.dirname(os.path.abspath(argv[-1]))
     if not os.path.basename(folder).startswith("scanbench-"):
         return
-    parent = os.getppid()
+    parent = int(os.environ.get(PARENT_PID) or os.getppid())
 
     def clean_and_exit(*_: object) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         os._exit(143)
 
     signal.signal(signal.SIGTERM, clean_and_exit)
+    if os.getppid() != parent:  # the run died before this worker got here
+        clean_and_exit()
 
     def watch() -> None:
         while True:

@@ -282,3 +282,62 @@ def test_a_stopped_worker_is_said_to_be_stopped(tmp_path):
         os.kill(process.pid, signal.SIGCONT)
         process.kill()
         process.wait()
+
+
+# A stand-in runner: starts a cell worker as the Machine does, stops it, then sleeps.
+MINI_RUNNER = """
+import os, signal, sys, time
+from harness.processes import start_worker
+folder = sys.argv[1]
+spec, out = folder + "/spec.json", folder + "/record.json"
+command = [sys.executable, "-m", "harness.worker", "cell", spec, out]
+worker = start_worker(command, dict(os.environ), death_signal=signal.SIGCONT)
+print(worker.pid, flush=True)
+time.sleep(3)  # past the worker's start-up, into its (hanging) cell
+os.kill(worker.pid, signal.SIGSTOP)
+print("stopped", flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_stopped_worker_whose_run_is_killed_exits_and_cleans_up(tmp_path):
+    """SIGKILL the runner while its worker is SIGSTOPped: the kernel's parent-death
+    signal (SIGCONT for these workers) wakes it, and its parent watch removes its temp
+    folder and exits (with SIGTERM, as before, it stayed stopped for ever)."""
+    import subprocess
+
+    from harness.overlap import is_stopped
+    from harness.worker import cell_spec
+
+    folder = tmp_path / "scanbench-cell-orphan"
+    folder.mkdir()
+    toy = str(Path(__file__).parent / "scenario_files" / "toy.py")
+    spec = cell_spec(Cell("toy", "hang", "smoke", "float64", 0, toy), TimingConfig())
+    (folder / "spec.json").write_text(json.dumps(spec))
+    runner = subprocess.Popen(
+        [sys.executable, "-c", MINI_RUNNER, str(folder)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    pid = int(runner.stdout.readline())
+    assert runner.stdout.readline().strip() == "stopped"
+    deadline = time.monotonic() + 5
+    while not is_stopped(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert is_stopped(pid)
+    runner.kill()
+    runner.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (folder.exists() or _alive(pid)):
+        time.sleep(0.1)
+    assert not _alive(pid), "the stopped worker outlived its run"
+    assert not folder.exists(), "its temp folder was left behind"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
