@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from harness.overlap import PAUSED_STAGE, QUIET_STAGES, WAITING_STAGE, Pauses, QuietLink
+from harness.quiet_link import PAUSED_STAGE, QUIET_STAGES, WAITING_STAGE, Pauses, QuietLink
 from harness.units import format_duration
 
 EVERY_S = 30.0

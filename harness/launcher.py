@@ -24,8 +24,9 @@ from harness.api import HarnessError, Record, Strategy
 from harness.decomposition import decompose
 from harness.heartbeat import PROGRESS_FILE, heartbeat
 from harness.interrupts import raise_if_interrupted
-from harness.overlap import PAUSED_STAGE, Machine, is_stopped, run_worker
+from harness.overlap import Machine, is_stopped, run_worker
 from harness.processes import Finished, run_worker_process, stderr_tail
+from harness.quiet_link import PAUSED_STAGE
 from harness.selection import Cell, scenario_of
 from harness.sharding.distributed import environ_for
 from harness.statistics import summarize_scaled

@@ -35,8 +35,8 @@ from harness.api import Backend, Counts, Record, Scenario, Size
 from harness.checks import InputSnapshot, check_again, check_of, checked_error
 from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
-from harness.overlap import Pauses, QuietLink
 from harness.probes.memory import tree_nbytes
+from harness.quiet_link import Pauses, QuietLink
 from harness.selection import Cell, scenario_of
 from harness.sharding.distributed import (
     COORDINATOR,

@@ -14,15 +14,8 @@ import pytest
 
 from harness.heartbeat import Beacon
 from harness.launcher import measuring, run_cells
-from harness.overlap import (
-    PAUSED_STAGE,
-    WAITING_STAGE,
-    Machine,
-    Pauses,
-    cells_at_once,
-    paused_within,
-    run_worker,
-)
+from harness.overlap import Machine, cells_at_once, run_worker
+from harness.quiet_link import PAUSED_STAGE, WAITING_STAGE, Pauses, paused_within
 from harness.selection import Cell
 from harness.timing import TimingConfig
 from tests.scenario_files.overlapping import COMPILE_CPU_S
@@ -33,7 +26,7 @@ OVERLAPPING = str(Path(__file__).parent / "scenario_files" / "overlapping.py")
 # two of its loop turns (a stop shows as one) and the pauses the runner wrote for it.
 SPINNER = """
 import json, os, sys, time
-from harness.overlap import Pauses
+from harness.quiet_link import Pauses
 cpu_s, out = float(sys.argv[1]), sys.argv[2]
 start, last, gap = time.monotonic(), time.monotonic(), 0.0
 begin = time.thread_time()
@@ -47,7 +40,7 @@ json.dump({"gap": gap, "paused": Pauses.from_environ().between(start, end)}, ope
 # A worker that asks for the machine, holds it HOLD_S, and gives it back.
 HOLDER = """
 import sys, time
-from harness.overlap import QuietLink
+from harness.quiet_link import QuietLink
 time.sleep(float(sys.argv[1]))
 link = QuietLink.from_environ()
 link.acquire()
@@ -238,7 +231,7 @@ def test_giving_the_machine_back_waits_for_the_closing_probes():
     calibration probe first, which must not run beside the worker's next stage)."""
     import os
 
-    from harness.overlap import QuietLink
+    from harness.quiet_link import QuietLink
 
     request_r, request_w = os.pipe()
     grant_r, grant_w = os.pipe()

@@ -1,0 +1,81 @@
+"""The worker's side of two cells at once (`harness.overlap`): asking the runner for the
+machine before a timed stage, and the pauses the runner made it take.
+
+Every cell worker imports it (through `harness.heartbeat`); it needs nothing but the
+standard library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+
+QUIET_STAGES = frozenset({"sampling", "counting", "skipped: estimate"})
+WAITING_STAGE = "waiting for the machine"
+PAUSED_STAGE = "paused while another cell was timed"
+QUIET_FDS = "SCANBENCH_QUIET_FDS"  # "<request write fd>,<grant read fd>" in a worker
+PAUSES = "SCANBENCH_PAUSES"  # the file of a worker's pauses (JSON [[stop, continue], ...])
+PAUSES_FILE = "pauses.json"
+clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
+
+
+class QuietLink:
+    """The worker's end of the protocol: `acquire` blocks until the runner grants the
+    machine (every other worker stopped, the opening probes taken); `release` gives it
+    back and blocks until the closing probes are taken."""
+
+    def __init__(self, request_fd: int, grant_fd: int) -> None:
+        self.request_fd, self.grant_fd = request_fd, grant_fd
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | os._Environ = os.environ) -> QuietLink | None:
+        value = environ.get(QUIET_FDS)
+        if not value:
+            return None
+        request, grant = (int(fd) for fd in value.split(","))
+        return cls(request, grant)
+
+    def acquire(self) -> None:
+        os.write(self.request_fd, b"q")
+        if os.read(self.grant_fd, 1) != b"g":
+            raise RuntimeError("the runner closed its end of the quiet link")
+
+    def release(self) -> None:
+        """Give the machine back; returns once the runner has taken its closing probes
+        (the calibration probe must not run beside this worker's next stage)."""
+        os.write(self.request_fd, b"r")
+        if os.read(self.grant_fd, 1) != b"g":
+            raise RuntimeError("the runner closed its end of the quiet link")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pauses:
+    """The worker's view of the times the runner stopped it (a file the runner rewrites
+    before each SIGCONT, so every pause that ended is in it when the worker runs)."""
+
+    path: Path | None
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | os._Environ = os.environ) -> Pauses:
+        value = environ.get(PAUSES)
+        return cls(Path(value) if value else None)
+
+    def between(self, start: float, end: float) -> float:
+        """Seconds of [start, end] (`clock` times) the worker spent stopped."""
+        if self.path is None:
+            return 0.0
+        try:
+            spans = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # no pause yet
+            return 0.0
+        return paused_within(spans, start, end)
+
+
+def paused_within(
+    spans: list[tuple[float, float]] | list[list[float]], start: float, end: float
+) -> float:
+    """The total overlap of the ``spans`` with [start, end] (pure)."""
+    return sum(max(0.0, min(end, b) - max(start, a)) for a, b in spans)
