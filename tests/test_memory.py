@@ -238,8 +238,12 @@ def test_a_call_timed_after_counting_is_not_slowed_by_the_memory_probe():
     """The probe maps every buffer above 128 KiB afresh while it measures; a process that
     times after counting (pytest-benchmark tests, `compare`) must not keep that: measured,
     a 0.15 ms TDMA call timed at 1.2 ms after another test's counting (487 page faults per
-    call). Page faults per call are a count: after counting, the call reuses its buffers."""
+    call). Page faults per call are a count: after counting, the call reuses its buffers.
+    The median call, not the mean: a warm process still faults a buffer afresh now and
+    then (measured, 8 runs of 20 calls: 0 in most calls, bursts of 195-597 in 0-4 of them,
+    means 0-90 per call), while the bug faulted every call."""
     import resource
+    import statistics
 
     import jax
 
@@ -252,9 +256,10 @@ def test_a_call_timed_after_counting_is_not_slowed_by_the_memory_probe():
         counts_per_call(scenario, other, size, None, 0, "float64", device_info())
         for _ in range(3):
             call_and_wait(backend.run, prepared)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        faults = []
         for _ in range(20):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             call_and_wait(backend.run, prepared)
-        per_call = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 20
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     output_pages = size["n"] * size["batch"] * 8 // 4096  # 195: the output alone
-    assert per_call < output_pages / 4, f"{per_call:.0f} page faults per call"
+    assert statistics.median(faults) < output_pages / 4, f"page faults per call: {faults}"
