@@ -35,14 +35,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from harness.interrupts import raise_if_interrupted
-from harness.processes import Finished, start_worker, stop
+from harness.processes import Finished, finish_worker, start_worker
 from harness.quiet_link import PAUSES, PAUSES_FILE, QUIET_FDS, clock
-from harness.sharding.distributed import COORDINATOR
+from harness.sharding.distributed import COORDINATOR, usable_cores
 
 STOP_WAIT_S = 2.0  # how long a SIGSTOPped worker may take to be stopped in every thread
 
@@ -52,7 +51,6 @@ def cells_at_once(overlap: bool, environment: Mapping[str, Any]) -> tuple[int, s
     with at least two usable cores, one when ``overlap`` is off, on an accelerator (each
     worker would hold the device and its memory), in a multi-process run (every process
     must make the same calls in the same order) or on one core."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     alone = "one cell at a time"
     if not overlap:
         return 1, f"{alone} (--no-overlap)"
@@ -60,7 +58,7 @@ def cells_at_once(overlap: bool, environment: Mapping[str, Any]) -> tuple[int, s
         return 1, f"{alone}: on {environment.get('platform')}, cells do not share the device"
     if COORDINATOR in os.environ:
         return 1, f"{alone}: a multi-process run"
-    if (cores or 1) < 2:
+    if usable_cores() < 2:
         return 1, f"{alone}: one core"
     return 2, (
         "two cells at a time: one compiles while the other does too or is timed; timing and "
@@ -364,21 +362,13 @@ def run_worker(
         environ,
         folder,
     ) as worker:
-        process = worker.process
-        context = while_running(process.pid) if while_running else nullcontext()
-        try:
-            raise_if_interrupted()  # a Ctrl-C during the fork may have been swallowed
-            with context:
-                stderr = wait_active(process, worker, timeout_s)
-            finished = Finished(process.returncode, stderr)
-        except subprocess.TimeoutExpired:
-            machine.resume_for_exit(worker)
-            stop(process)
-            finished = Finished(None, "", timed_out=True)
-        except BaseException:
-            machine.resume_for_exit(worker)
-            stop(process)
-            raise
+        finished = finish_worker(
+            worker.process,
+            timeout_s,
+            while_running,
+            wait=lambda: wait_active(worker.process, worker, timeout_s),
+            before_stop=lambda: machine.resume_for_exit(worker),
+        )
     return dataclasses.replace(
         finished,
         interference=worker.watch.assess(),

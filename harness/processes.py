@@ -96,16 +96,36 @@ def run_worker_process(
         while_running: ``while_running(pid)`` -> a context manager held while the
             process runs (e.g. sampling the machine's load).
     """
-    process = start_worker(command, environ)
+    return finish_worker(start_worker(command, environ), timeout_s, while_running)
+
+
+def finish_worker(
+    process: subprocess.Popen,
+    timeout_s: float,
+    while_running: Callable[[int], AbstractContextManager] | None = None,
+    wait: Callable[[], str | None] | None = None,
+    before_stop: Callable[[], None] = lambda: None,
+) -> Finished:
+    """Wait for a started worker (``wait()``, default ``communicate`` with ``timeout_s``,
+    returns its stderr and raises `subprocess.TimeoutExpired`); stop it on a timeout or
+    any exception, ``before_stop()`` first (`harness.overlap` continues a stopped worker
+    so that it can take the SIGTERM)."""
+    if wait is None:
+
+        def wait() -> str | None:
+            return process.communicate(timeout=timeout_s)[1]
+
     context = while_running(process.pid) if while_running else nullcontext()
     try:
         raise_if_interrupted()  # a Ctrl-C during the fork may have been swallowed
         with context:
-            _, stderr = process.communicate(timeout=timeout_s)
+            stderr = wait()
     except subprocess.TimeoutExpired:
+        before_stop()
         stop(process)
         return Finished(None, "", timed_out=True)
     except BaseException:
+        before_stop()
         stop(process)
         raise
     return Finished(process.returncode, stderr or "")

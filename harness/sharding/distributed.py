@@ -45,12 +45,17 @@ def environ_for(
         env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
         env[DEVICES] = str(devices)
     elif per_core and not _HOST_COUNT.search(env.get("XLA_FLAGS", "")):
-        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        count = count or os.cpu_count() or 1
+        count = usable_cores()
         flags = env.get("XLA_FLAGS", "")
         env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}".strip()
     env.update(distributed or {})
     return env
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity), else the machine's count."""
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return count or os.cpu_count() or 1
 
 
 def distributed_settings(
