@@ -19,8 +19,9 @@ from typing import Any
 
 from harness.api import Backend, Scenario, Size
 from harness.counts import Counts
+from harness.quiet_link import COUNTING_STAGE
 
-COUNTING = "counting"  # the counted call: a quiet stage (harness.overlap.QUIET_STAGES)
+COUNTING = COUNTING_STAGE  # the counted call: a quiet stage (harness.quiet_link)
 PREPARING = "preparing to count"  # a fresh prepare and its first, plain call
 MEMORY = "memory"  # the memory call
 

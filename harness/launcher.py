@@ -142,6 +142,7 @@ def run_cell_in_worker(
     ``machine``: shared with the run's other cells (`harness.overlap`; default: its own,
     one slot). The interference is measured over the cell's quiet stages."""
     started = time.perf_counter()
+    machine = machine or Machine()
     environ = worker_environ(cell, os.environ if environ is None else environ)
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
@@ -155,7 +156,7 @@ def run_cell_in_worker(
             environ,
             beat,
             python,
-            machine or Machine(),
+            machine,
         )
     wall_s = time.perf_counter() - started
     if error is not None:
@@ -173,7 +174,7 @@ def run_cell_in_worker(
         accounted = (record.wall_s or 0.0) + finished.waited_s + finished.probes_s + unseen
         phases["process start-up and exit"] = max(0.0, wall_s - accounted)
     phases["interference probes"] = finished.probes_s
-    extra = {**record.extra, "phases_s": phases, "cells_at_once": (machine or Machine()).slots}
+    extra = {**record.extra, "phases_s": phases, "cells_at_once": machine.slots}
     return dataclasses.replace(record, interference=finished.interference or {}, extra=extra)
 
 

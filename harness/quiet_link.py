@@ -13,7 +13,11 @@ import os
 import time
 from pathlib import Path
 
-QUIET_STAGES = frozenset({"sampling", "counting", "skipped: estimate"})
+# the worker's stages that time or count (harness.worker, harness.counting): quiet
+SAMPLING_STAGE = "sampling"
+COUNTING_STAGE = "counting"  # the counted call only
+ESTIMATE_STAGE = "skipped: estimate"  # a skipped cell timing part of its work
+QUIET_STAGES = frozenset({SAMPLING_STAGE, COUNTING_STAGE, ESTIMATE_STAGE})
 WAITING_STAGE = "waiting for the machine"
 PAUSED_STAGE = "paused while another cell was timed"
 QUIET_FDS = "SCANBENCH_QUIET_FDS"  # "<request write fd>,<grant read fd>" in a worker

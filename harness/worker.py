@@ -36,7 +36,13 @@ from harness.checks import InputSnapshot, check_again, check_of, checked_error
 from harness.counting import counts_per_call
 from harness.heartbeat import PROGRESS_FILE, Beacon
 from harness.probes.memory import tree_nbytes
-from harness.quiet_link import Pauses, QuietLink
+from harness.quiet_link import (
+    COUNTING_STAGE,
+    ESTIMATE_STAGE,
+    SAMPLING_STAGE,
+    Pauses,
+    QuietLink,
+)
 from harness.selection import Cell, scenario_of
 from harness.sharding.distributed import (
     COORDINATOR,
@@ -163,7 +169,7 @@ def measure(
         "work": dict(scenario.work(size, target.dtype)),
     }
     if not backend.runs_at(size.name):
-        beacon.stage("skipped: estimate", "skipped at this size: estimating its cost")
+        beacon.stage(ESTIMATE_STAGE, "skipped at this size: estimating its cost")
         skipped = _skipped(scenario, backend, size, target, base)
         beacon.stop()
         extra = {**skipped.extra, "phases_s": beacon.stages}
@@ -190,7 +196,7 @@ def measure(
         )
         counts = Counts()
         if probes or counts_only:
-            beacon.stage("counting", "counting (trace, transfers, HLO, memory)")
+            beacon.stage(COUNTING_STAGE, "counting (trace, transfers, HLO, memory)")
             device = base["device"]
             counts = _counts(
                 scenario, backend, size, target, measured, device, count_parts, beacon.stage
@@ -269,7 +275,7 @@ def _check_and_time(
     sampling: dict[str, Any] = {}
     if not counts_only:
         known = first_call_s if first_call_known else None
-        beacon.stage("sampling", f"sampling{part} (first call {format_seconds(first_call_s)})")
+        beacon.stage(SAMPLING_STAGE, f"sampling{part} (first call {format_seconds(first_call_s)})")
         timed = repeat(backend.run, prepared, timing, first_call_s=known, on_sample=beacon.samples)
         samples, sampling = timed.samples, timed.sampling(timing)
         calls = 1 + timed.warmup_calls + len(samples)

@@ -110,23 +110,28 @@ def test_a_new_worker_waits_while_another_holds_the_machine(tmp_path):
     assert late.waited_s >= 0.2
 
 
+class RecordingLink:
+    """A `QuietLink` stand-in that notes each call instead of asking a runner."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def acquire(self) -> None:
+        self.calls.append("acquire")
+
+    def release(self) -> None:
+        self.calls.append("release")
+
+
 def test_a_beacon_asks_for_the_machine_around_quiet_stages():
-    calls: list[str] = []
-
-    class Link:
-        def acquire(self) -> None:
-            calls.append("acquire")
-
-        def release(self) -> None:
-            calls.append("release")
-
-    beacon = Beacon(None, link=Link())
+    link = RecordingLink()
+    beacon = Beacon(None, link=link)
     for stage in ("load scenario", "prepare and check", "sampling", "counting"):
         beacon.stage(stage)
     beacon.stage("prepare and check")  # a reduced cell measured again, whole
     beacon.stage("sampling")
     beacon.stop()
-    assert calls == ["acquire", "release", "acquire"]
+    assert link.calls == ["acquire", "release", "acquire"]
     assert WAITING_STAGE in beacon.stages and PAUSED_STAGE not in beacon.stages
 
 
@@ -190,16 +195,8 @@ def test_only_the_counted_calls_hold_the_machine():
     from harness.worker import run_cell
     from tests.test_budget import BUDGET, _cell
 
-    held: list[str] = []
-
-    class Link:
-        def acquire(self) -> None:
-            held.append("acquire")
-
-        def release(self) -> None:
-            held.append("release")
-
-    beacon = Beacon(None, link=Link())
+    link = RecordingLink()
+    beacon = Beacon(None, link=link)
     record = run_cell(_cell("sleepy"), BUDGET, probes=True, beacon=beacon)
     assert record.status == "ok", record.error
     assert record.counts.scale == 1.0 and record.sampling["scaled"]
@@ -207,7 +204,7 @@ def test_only_the_counted_calls_hold_the_machine():
     assert phases[PREPARING] >= 3 * 2 * 0.02  # three sizes' plain calls, 2-4 steps each
     assert COUNTING in phases
     # sampling (acquire), then per size: prepare (release), count (acquire)
-    assert held == ["acquire"] + ["release", "acquire"] * 3
+    assert link.calls == ["acquire"] + ["release", "acquire"] * 3
 
 
 @pytest.mark.parametrize("at_once", [1, 2])
