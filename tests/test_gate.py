@@ -272,6 +272,8 @@ def test_counts_file_round_trip_keeps_breakdowns(tmp_path):
     assert rule.kernels_by_op == expected["kernels_by_op"]
     assert rule.launch_by_executable == expected["launch_by_executable"]
     assert rule.limits == {key: expected[key] for key in rule.limits}
+    for name in ("kernels_by_op", "launch_by_executable", "dispatches_by_function"):
+        assert list(expected[name]) == sorted(expected[name])  # stable diffs of the file
 
 
 def test_blocks_are_shared_round_robin_between_worker_pairs():

@@ -171,7 +171,9 @@ def check_counts(rules: Sequence[CountRule], records: Sequence[Record]) -> list[
 
 
 def count_expectation(record: Record) -> dict:
-    """A ``[[count]]`` table (for the counts file) from a measured record."""
+    """A ``[[count]]`` table (for the counts file) from a measured record; breakdowns by
+    name, so that re-measuring changes only the lines whose counts changed (in the trace's
+    order, every `--update-counts` reordered them)."""
     actual = record.counts.per_call()
     table = {
         "scenario": record.scenario,
@@ -181,7 +183,7 @@ def count_expectation(record: Record) -> dict:
     }
     table.update({key: _tidy(actual[key]) for key in GATED if actual.get(key) is not None})
     for name, breakdown in record.counts.breakdowns().items():
-        table[name] = {key: _tidy(value) for key, value in breakdown.items()}
+        table[name] = {key: _tidy(value) for key, value in sorted(breakdown.items())}
     return table
 
 

@@ -49,11 +49,11 @@ def sizes(system: str) -> dict[str, Size]:
         "smoke": _size(
             "smoke",
             "tests and CI",
-            population=4,  # P x S x G = 24 eager recompiles per call (~4 s, pendulum)
+            population=4,  # P x S x G = 16 eager recompiles per call (~1.8 s, pendulum)
             generations=2,
             samples=32,
             horizon=10,
-            control_steps=3,
+            control_steps=2,  # 3 before: the eager cells were ~30% of a smoke run
             episodes=1,
             **base,
         ),
