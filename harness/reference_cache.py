@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import os
 import pickle
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -69,12 +70,48 @@ def _key(lowered: Any, options: Mapping[str, Any]) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+PREFIX = "scanbench-reference-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale(parent: Path | None = None) -> list[Path]:
+    """Remove the folders of runs that died without removing theirs (a SIGKILLed run:
+    nothing in the process can clean up after SIGKILL): ``scanbench-reference-<pid>-*``
+    folders of this user whose run ``<pid>`` is gone. Folders of live processes,
+    symlinks, other users' folders and anything else in ``parent`` are left alone."""
+    parent = Path(parent or tempfile.gettempdir())
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            pid_text = entry.name[len(PREFIX) :].split("-", 1)[0]
+            if not (entry.name.startswith(PREFIX) and pid_text.isdigit()):
+                continue
+            with contextlib.suppress(OSError):
+                owned = entry.stat(follow_symlinks=False).st_uid == os.getuid()
+                if entry.is_dir(follow_symlinks=False) and owned and not _alive(int(pid_text)):
+                    shutil.rmtree(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
 @contextlib.contextmanager
 def run_cache() -> Iterator[Path]:
     """A folder for the run's reference executables, named in ``$SCANBENCH_REFERENCE_CACHE``
-    (which the cells' workers inherit) while the block runs; removed afterwards."""
+    (which the cells' workers inherit) while the block runs; removed afterwards. The
+    folder names the run's pid, so a later run removes it if this one is killed
+    (`remove_stale`)."""
     before = os.environ.get(CACHE_ENV)
-    with tempfile.TemporaryDirectory(prefix="scanbench-reference-") as directory:
+    remove_stale()
+    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-") as directory:
         os.environ[CACHE_ENV] = directory
         try:
             yield Path(directory)

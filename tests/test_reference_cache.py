@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.reference_cache import CACHE_ENV, compile_reference, run_cache
+from harness.reference_cache import CACHE_ENV, PREFIX, compile_reference, remove_stale, run_cache
 
 
 class _NoCompile:
@@ -62,3 +64,28 @@ def test_a_run_names_its_folder_for_its_workers_and_removes_it(monkeypatch):
     with run_cache() as folder:
         assert os.environ[CACHE_ENV] == str(folder) and folder.is_dir()
     assert not folder.exists() and os.environ[CACHE_ENV] == "/elsewhere"
+
+
+def test_the_folder_of_a_killed_run_is_removed_by_the_next_run(tmp_path):
+    """A SIGKILLed run leaves its folder; the next removes it, and only it."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = tmp_path / f"{PREFIX}{gone.stdout.strip()}-abc"
+    (dead / "inner").mkdir(parents=True)
+    live = tmp_path / f"{PREFIX}{os.getpid()}-def"  # a running run's folder
+    other = tmp_path / f"{PREFIX}notapid"  # not ours to judge
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / f"{PREFIX}999999999-link"  # never followed
+    for folder in (live, other):
+        folder.mkdir()
+    link.symlink_to(target, target_is_directory=True)
+    assert remove_stale(tmp_path) == [dead]
+    assert not dead.exists() and live.is_dir() and other.is_dir() and link.is_symlink()
+    assert target.is_dir()
+
+
+def test_a_run_folder_names_its_pid(monkeypatch):
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    with run_cache() as folder:
+        assert folder.name.startswith(f"{PREFIX}{os.getpid()}-")
