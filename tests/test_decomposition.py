@@ -55,6 +55,7 @@ def decomposed(backend_name: str, size_name: str) -> list[dict]:
     prepared = backend.prepare(scenario.make_inputs(size, 0, "float32"), size)
     call_and_wait(backend.run, prepared)  # compiled, off the clock
     fixed = {"platform": "cpu", **launch_cost(), **argument_costs(), **profiler_event_cost()}
+    event_ns = fixed["profiler_event_s"] * 1e9
 
     def varying() -> dict[str, float]:  # the costs these backends are priced with
         return {**dispatch_costs(repeats=1), **transfer_costs(repeats=1)}
@@ -66,7 +67,18 @@ def decomposed(backend_name: str, size_name: str) -> list[dict]:
         seconds = time_call(backend.run, prepared)[1]
         after = varying()
         costs = {**fixed, **{key: (before[key] + after[key]) / 2 for key in before}}
-        rounds.append({**decompose(seconds, Counts.from_json(counts), costs), "median_s": seconds})
+        spans = counts.get("spans") or {}
+        rounds.append(
+            {
+                **decompose(seconds, Counts.from_json(counts), costs),
+                "median_s": seconds,
+                # for the failure message: what priced the device share
+                "traced_ms": round(spans.get("wall_s", 0) * 1e3, 2),
+                "busy_ms": round(spans.get("device_busy_s", 0) * 1e3, 2),
+                "busy_events": spans.get("busy_events"),
+                "event_ns": event_ns,
+            }
+        )
     return rounds
 
 
@@ -76,9 +88,12 @@ def recovered(backend: str, size: str, known: dict[str, Callable[[float], float]
     rounds = decomposed(backend, size)
     for part, value in known.items():
         ratios = [r[f"{part}_fraction"] / value(r["median_s"]) for r in rounds]
+        traced = [(r["traced_ms"], r["busy_ms"], r["busy_events"]) for r in rounds]
         assert float(np.median(ratios)) == pytest.approx(1.0, abs=0.1), (
             f"{backend}: {part} measured / known per round {np.round(ratios, 3).tolist()}; "
-            f"medians {[round(r['median_s'] * 1e3, 2) for r in rounds]} ms"
+            f"medians {[round(r['median_s'] * 1e3, 2) for r in rounds]} ms; traced call, busy "
+            f"ms and busy events {traced}"
+            f"; profiler cost per event {rounds[0]['event_ns']:.0f} ns"
         )
     middle = {
         key: float(np.median([r[key] for r in rounds]))
