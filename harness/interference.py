@@ -95,18 +95,21 @@ def procs_running() -> int | None:
     return None
 
 
-def running_threads(pid: int) -> int:
-    """Threads of process ``pid`` in state R (running or runnable)."""
-    count = 0
+def thread_states(pid: int) -> list[str] | None:
+    """The state letter of each thread of ``pid`` (``/proc/<pid>/task/*/stat``: R
+    running or runnable, S sleeping, T stopped, ...), None when it is gone or there is no
+    ``/proc``."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0
-    for task in tasks:
-        stat = _read(f"/proc/{pid}/task/{task}/stat")
-        if stat and stat.rsplit(")", 1)[-1].split()[0] == "R":
-            count += 1
-    return count
+        return None
+    stats = (_read(f"/proc/{pid}/task/{task}/stat") for task in tasks)
+    return [stat.rsplit(")", 1)[-1].split()[0] for stat in stats if stat]
+
+
+def running_threads(pid: int) -> int:
+    """Threads of process ``pid`` in state R (running or runnable)."""
+    return sum(state == "R" for state in thread_states(pid) or ())
 
 
 def load_average() -> float | None:

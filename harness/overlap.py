@@ -39,6 +39,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from harness.interference import thread_states
 from harness.processes import Finished, finish_worker, start_worker
 from harness.quiet_link import PAUSES, PAUSES_FILE, QUIET_FDS, clock
 from harness.sharding.distributed import COORDINATOR, usable_cores
@@ -284,26 +285,9 @@ def _pause(worker: Worker) -> None:
     _wait_stopped(worker.process.pid)
 
 
-def _thread_states(pid: int) -> list[str] | None:
-    """The state letter of each thread of ``pid`` (``/proc``), None when it is gone or
-    there is no ``/proc``."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    states = []
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii") as stat:
-                states.append(stat.read().rsplit(")", 1)[-1].split()[0])
-        except OSError:
-            continue
-    return states
-
-
 def is_stopped(pid: int) -> bool:
     """Whether every thread of ``pid`` is stopped (SIGSTOP) right now."""
-    states = _thread_states(pid)
+    states = thread_states(pid)
     return bool(states) and all(state in ("T", "t") for state in states)
 
 
@@ -311,7 +295,7 @@ def _wait_stopped(pid: int, limit_s: float = STOP_WAIT_S) -> None:
     """Until every thread of ``pid`` is stopped (or gone): SIGSTOP is asynchronous."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        states = _thread_states(pid)
+        states = thread_states(pid)
         if states is None or all(state in ("T", "t", "Z", "X") for state in states):
             return
         time.sleep(0.001)
