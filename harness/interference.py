@@ -12,8 +12,13 @@ records, per cell:
   and flagged 5 of 29 cells of a quiet smoke run (0.48x-1.72x "drift"); a busy machine is
   what the runnable-task samples below are for;
 - the *runnable tasks* on the machine while the worker runs (``procs_running`` of
-  ``/proc/stat``, sampled every `SAMPLE_EVERY_S`; the sampler itself is not counted), and
-  how many of them were not the cell's own threads;
+  ``/proc/stat``, sampled as a quiet stage begins and every `SAMPLE_EVERY_S` after; the
+  sampler itself is not counted), how many of them were not the cell's own threads, and
+  which tasks those were (a scan of ``/proc/*/task`` when there were any: a kernel worker
+  thread or another program names itself). A mean of runnable tasks is only judged over at
+  least `MIN_LOAD_SAMPLES` samples: in stages of a few tenths of a second, one or two
+  samples catching a kernel thread at work (``kworker``, ``rcu_preempt``, ``kcompactd``, a
+  hypervisor agent) flagged quiet cells and once failed a CI test;
 - *CPU steal* (time a hypervisor gave to other guests) over the cell, from ``/proc/stat``;
 - the 1-minute load average before and after (shown, not decided on: it includes the
   cell's own work and lags by a minute).
@@ -28,6 +33,7 @@ on average at least `OTHERS` of them were not the cell's.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import threading
@@ -45,7 +51,9 @@ import numpy as np
 PROBE_DRIFT = 1.5
 STEAL_FRACTION = 0.05  # more than 5% of the CPU time stolen by the hypervisor: disturbed
 OTHERS = 0.5  # runnable tasks not the cell's, on average: half a core's worth
-SAMPLE_EVERY_S = 0.2
+SAMPLE_EVERY_S = 0.05  # a sample costs ~0.1-0.5 ms of the parent's time (a worker's threads)
+MIN_LOAD_SAMPLES = 5  # fewer samples than this (a stage under ~0.2 s): the load is not judged
+NAMED_OTHERS = 3  # the reason names this many of the other runnable tasks, most seen first
 PROBE_REPEATS = 7
 
 
@@ -112,6 +120,39 @@ def running_threads(pid: int) -> int:
     return sum(state == "R" for state in thread_states(pid) or ())
 
 
+def _task_state(path: str) -> tuple[str, str] | None:
+    """(name, state letter) from a ``/proc/.../stat`` file; None when it is gone."""
+    stat = _read(path)
+    if not stat:
+        return None
+    head, _, tail = stat.rpartition(")")
+    return head.partition("(")[2], tail.split()[0]
+
+
+def runnable_tasks(exclude_pid: int, exclude_tid: int) -> list[tuple[str, int]]:
+    """(name, pid) of every task in state R on the machine, except the threads of process
+    ``exclude_pid`` and the task ``exclude_tid`` (the caller): ~1.5 ms for ~80 tasks."""
+    found = []
+    try:
+        pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        if pid == exclude_pid:
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            if int(task) == exclude_tid:
+                continue
+            state = _task_state(f"/proc/{pid}/task/{task}/stat")
+            if state is not None and state[1] == "R":
+                found.append((state[0], pid))
+    return found
+
+
 def load_average() -> float | None:
     try:
         return float(os.getloadavg()[0])
@@ -121,28 +162,38 @@ def load_average() -> float | None:
 
 @dataclasses.dataclass
 class LoadSamples:
-    """Runnable tasks sampled while a worker ran: all of them, and the others."""
+    """Runnable tasks sampled while a worker ran: all of them, the others, and the others
+    by (name, pid): in how many samples each was seen runnable."""
 
     runnable: list[int] = dataclasses.field(default_factory=list)
     others: list[int] = dataclasses.field(default_factory=list)
+    seen: collections.Counter[tuple[str, int]] = dataclasses.field(
+        default_factory=collections.Counter
+    )
 
 
 @contextmanager
 def sample_load(pid: int, samples: LoadSamples) -> Iterator[LoadSamples]:
-    """Sample runnable tasks into ``samples`` every `SAMPLE_EVERY_S`, in a thread, while
-    the block runs; the running threads of process ``pid`` (the cell's worker) are told
-    apart from the others."""
+    """Sample runnable tasks into ``samples`` as the block begins and every
+    `SAMPLE_EVERY_S` after, in a thread, while the block runs; the running threads of
+    process ``pid`` (the cell's worker) are told apart from the others, which are named."""
     stop = threading.Event()
 
     def loop() -> None:
-        while not stop.wait(SAMPLE_EVERY_S):
+        me = threading.get_native_id()
+        while True:
             running = procs_running()
             if running is None:
                 return
             running -= 1  # this sampler thread, running while it reads
             own = running_threads(pid)
+            others = max(running - own, 0)
             samples.runnable.append(max(running, 0))
-            samples.others.append(max(running - own, 0))
+            samples.others.append(others)
+            if others:
+                samples.seen.update(set(runnable_tasks(pid, me)))
+            if stop.wait(SAMPLE_EVERY_S):
+                return
 
     thread = threading.Thread(target=loop, name="scanbench-load-sampler", daemon=True)
     thread.start()
@@ -154,6 +205,16 @@ def sample_load(pid: int, samples: LoadSamples) -> Iterator[LoadSamples]:
 
 
 @dataclasses.dataclass(frozen=True)
+class OtherTask:
+    """A runnable task that was not the cell's: its name, its process id, and in how many
+    load samples it was seen runnable."""
+
+    name: str
+    pid: int
+    samples: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Interference:
     """What the machine was doing around and during one cell, and the verdict."""
 
@@ -162,6 +223,8 @@ class Interference:
     runnable_mean: float | None = None
     runnable_max: int | None = None
     others_mean: float | None = None
+    load_samples: int = 0
+    others_seen: tuple[OtherTask, ...] = ()
     steal_fraction: float | None = None
     load_before: float | None = None
     load_after: float | None = None
@@ -176,14 +239,32 @@ class Interference:
         return self.probe_after_s / self.probe_before_s
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "reasons": list(self.reasons), "drift": self.drift}
+        return {
+            **dataclasses.asdict(self),
+            "reasons": list(self.reasons),
+            "others_seen": [dataclasses.asdict(task) for task in self.others_seen],
+            "drift": self.drift,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Interference:
         names = {field.name for field in dataclasses.fields(cls)}
         fields = {key: value for key, value in data.items() if key in names}
         fields["reasons"] = tuple(fields.get("reasons", ()))
+        fields["others_seen"] = tuple(OtherTask(**task) for task in fields.get("others_seen", ()))
         return cls(**fields)
+
+
+def _named(seen: tuple[OtherTask, ...], samples: int) -> str:
+    """``: kworker/0:1 in 3 of 8 samples, ...`` for the tasks seen most, or nothing."""
+    if not seen:
+        return ""
+    named = ", ".join(
+        f"{task.name} (pid {task.pid}) in {task.samples} of {samples} samples"
+        for task in seen[:NAMED_OTHERS]
+    )
+    more = len(seen) - NAMED_OTHERS
+    return f": {named}" + (f" and {more} more" if more > 0 else "")
 
 
 def assess(
@@ -196,7 +277,8 @@ def assess(
 ) -> Interference:
     """The verdict on measured values (pure): disturbed when the probe drifted beyond
     `PROBE_DRIFT`, more tasks than cores were runnable on average with at least `OTHERS`
-    of them not the cell's, or more than `STEAL_FRACTION` of the CPU time was stolen."""
+    of them not the cell's (judged over at least `MIN_LOAD_SAMPLES` samples), or more
+    than `STEAL_FRACTION` of the CPU time was stolen."""
     reasons = []
     steal_fraction = None
     before, after = steal
@@ -206,10 +288,15 @@ def assess(
             reasons.append(f"{steal_fraction:.0%} of CPU time stolen by the hypervisor")
     runnable_mean = float(np.mean(samples.runnable)) if samples.runnable else None
     others_mean = float(np.mean(samples.others)) if samples.others else None
-    if runnable_mean is not None and runnable_mean > cores and (others_mean or 0) >= OTHERS:
+    seen = tuple(
+        OtherTask(name, pid, count)
+        for (name, pid), count in sorted(samples.seen.items(), key=lambda item: (-item[1], item[0]))
+    )
+    judged = len(samples.runnable) >= MIN_LOAD_SAMPLES
+    if judged and runnable_mean > cores and (others_mean or 0) >= OTHERS:
         reasons.append(
             f"{runnable_mean:.1f} runnable tasks on average for {cores} cores "
-            f"({others_mean:.1f} of them not this cell's)"
+            f"({others_mean:.1f} of them not this cell's{_named(seen, len(samples.runnable))})"
         )
     result = Interference(
         probe_before_s=probe_before_s,
@@ -217,6 +304,8 @@ def assess(
         runnable_mean=runnable_mean,
         runnable_max=max(samples.runnable) if samples.runnable else None,
         others_mean=others_mean,
+        load_samples=len(samples.runnable),
+        others_seen=seen,
         steal_fraction=steal_fraction,
         load_before=loads[0],
         load_after=loads[1],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 from pathlib import Path
@@ -13,9 +14,12 @@ from harness.gate.interleave import samples_per_block
 from harness.gate.render import describe
 from harness.gate.rules import Invariant, Settings
 from harness.interference import (
+    MIN_LOAD_SAMPLES,
     PROBE_DRIFT,
+    SAMPLE_EVERY_S,
     Interference,
     LoadSamples,
+    OtherTask,
     assess,
     running_threads,
     sample_load,
@@ -33,7 +37,7 @@ def quiet(**kwargs) -> Interference:
     values = {
         "probe_before_s": 0.005,
         "probe_after_s": 0.0052,
-        "samples": LoadSamples([1, 1, 2], [0, 0, 1]),
+        "samples": LoadSamples([1, 1, 2, 1, 1, 2], [0, 0, 1, 0, 0, 0]),
         "steal": ((1000, 0), (2000, 10)),
         "loads": (0.5, 0.9),
         "cores": 2,
@@ -45,7 +49,9 @@ def quiet(**kwargs) -> Interference:
 def test_a_quiet_cell_is_not_disturbed():
     result = quiet()
     assert not result.disturbed and result.reasons == ()
-    assert result.steal_fraction == 0.01 and result.runnable_mean == 4 / 3
+    assert (
+        result.steal_fraction == 0.01 and result.runnable_mean == 8 / 6 and result.load_samples == 6
+    )
     assert Interference.from_json(result.to_json()) == result
 
 
@@ -54,7 +60,7 @@ def test_each_kind_of_interference_is_named():
     assert drifted.disturbed and "calibration probe took 1.60x" in drifted.reasons[0]
     faster = quiet(probe_after_s=0.005 / (PROBE_DRIFT + 0.1))
     assert faster.disturbed
-    crowded = quiet(samples=LoadSamples([3, 4, 3], [2, 3, 2]))
+    crowded = quiet(samples=LoadSamples([3, 4, 3, 3, 4, 3], [2, 3, 2, 2, 3, 2]))
     assert (
         "3.3 runnable tasks on average for 2 cores (2.3 of them not this cell's)"
         in (crowded.reasons[0])
@@ -68,31 +74,63 @@ def test_a_cell_that_keeps_every_core_busy_itself_is_not_disturbed():
     than cores, but the cell's own (measured: 2.0-2.2 runnable with 0.2 others)."""
     own = quiet(samples=LoadSamples([2, 3, 2, 2, 2], [0, 1, 0, 0, 0]))
     assert own.runnable_mean > 2 and not own.disturbed
-    crowded = quiet(samples=LoadSamples([3, 3, 3], [1, 1, 1]))  # a competing busy process
+    crowded = quiet(samples=LoadSamples([3] * 5, [1] * 5))  # a competing busy process
     assert crowded.disturbed and "1.0 of them not this cell's" in crowded.reasons[0]
 
 
-def test_the_sampler_sees_a_busy_process(tmp_path):
+SPIN_NAMED = (
+    "import ctypes, ctypes.util, sys\n"
+    "ctypes.CDLL(ctypes.util.find_library('c')).prctl(15, sys.argv[1].encode(), 0, 0, 0)\n"
+    "while True: pass\n"
+)
+
+
+def test_the_sampler_sees_a_busy_process_and_names_the_others():
+    """``own`` is the cell's worker, ``sb-other`` a program competing with it: the samples
+    tell them apart and name the other with its pid, never the cell's own threads."""
     import subprocess
     import sys
+    import time
 
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    own, other = (
+        subprocess.Popen([sys.executable, "-c", SPIN_NAMED, name])
+        for name in ("sb-own", "sb-other")
+    )
     try:
+        time.sleep(0.3)  # both named and spinning
         samples = LoadSamples()
-        with sample_load(busy.pid, samples):
-            import time
-
+        with sample_load(own.pid, samples):
             time.sleep(1.0)
-        assert samples.runnable and max(samples.runnable) >= 1
-        assert running_threads(busy.pid) == 1
+        assert len(samples.runnable) >= 0.5 / SAMPLE_EVERY_S
+        assert max(samples.runnable) >= 1 and running_threads(own.pid) == 1
+        assert samples.seen[("sb-other", other.pid)] >= len(samples.runnable) // 2, samples.seen
+        assert not [task for task in samples.seen if task[1] == own.pid]
     finally:
-        busy.kill()
-        busy.wait()
+        for process in (own, other):
+            process.kill()
+            process.wait()
+
+
+def test_a_few_load_samples_are_not_judged_and_the_others_are_named():
+    """A stage of a few tenths of a second: one or two samples catching a kernel thread
+    decided a mean (a quiet cell flagged with "4.0 runnable ... 3.0 not this cell's")."""
+    few = quiet(samples=LoadSamples([4] * (MIN_LOAD_SAMPLES - 1), [3] * (MIN_LOAD_SAMPLES - 1)))
+    assert not few.disturbed and few.runnable_mean == 4 and few.load_samples == 4
+    seen = collections.Counter({("kworker/u8:3", 91): 6, ("rcu_preempt", 16): 2, ("a", 7): 1})
+    seen[("b", 8)] = 1
+    busy = quiet(samples=LoadSamples([4] * 6, [2] * 6, seen))
+    assert busy.reasons == (
+        "4.0 runnable tasks on average for 2 cores (2.0 of them not this cell's: "
+        "kworker/u8:3 (pid 91) in 6 of 6 samples, rcu_preempt (pid 16) in 2 of 6 samples, "
+        "a (pid 7) in 1 of 6 samples and 1 more)",
+    )
+    assert busy.others_seen[0] == OtherTask("kworker/u8:3", 91, 6)
+    assert Interference.from_json(busy.to_json()) == busy
 
 
 def disturbed_run() -> Run:
     run = load_run(DATA / "tdma.json")
-    busy = quiet(samples=LoadSamples([3, 3], [2, 2])).to_json()
+    busy = quiet(samples=LoadSamples([3] * 5, [2] * 5)).to_json()
     records = tuple(
         dataclasses.replace(r, interference=busy) if r.backend == "scanned-time-major" else r
         for r in run.records

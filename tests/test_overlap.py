@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from harness.heartbeat import Beacon
+from harness.interference import SAMPLE_EVERY_S
 from harness.launcher import measuring, run_cells
 from harness.overlap import Machine, cells_at_once, run_worker
 from harness.quiet_link import PAUSED_STAGE, WAITING_STAGE, Pauses, paused_within
 from harness.selection import Cell
 from harness.timing import TimingConfig
-from tests.scenario_files.overlapping import COMPILE_CPU_S
+from tests.scenario_files.overlapping import COMPILE_CPU_S, COMPILING_TASK
 
 OVERLAPPING = str(Path(__file__).parent / "scenario_files" / "overlapping.py")
 
@@ -162,7 +163,9 @@ def test_two_cells_at_once_only_on_a_cpu_with_cores_to_spare(monkeypatch, overla
 def test_a_compile_beside_a_timed_cell_is_paused_and_its_time_left_out():
     """``compiling`` prepares for 3 s of CPU while ``timed`` (0.5 s of prepare, then 1 s
     of samples) is timed: ``compiling`` is stopped meanwhile, its compile time is the 3 s
-    it ran, not the wall time it spanned, and ``timed`` saw no other runnable task."""
+    it ran, not the wall time it spanned, and ``timed``'s load samples never saw it
+    runnable (they name every other runnable task; a kernel thread or another program at
+    work on the machine may be among them, and is not what this checks)."""
     timing = TimingConfig(warmup=0, min_time_s=1.0, max_time_s=1.0, target_width=0.0)
     machine = Machine(2)
     cells = [
@@ -177,8 +180,11 @@ def test_a_compile_beside_a_timed_cell_is_paused_and_its_time_left_out():
     assert phases[PAUSED_STAGE] >= 0.8  # stopped for timed's samples
     assert COMPILE_CPU_S * 0.95 <= compiling.prepare_s <= COMPILE_CPU_S * 1.25
     assert compiling.extra["cells_at_once"] == 2
-    assert timed.interference["others_mean"] < 0.5, timed.interference
-    assert not timed.disturbed or "runnable" not in " ".join(timed.interference["reasons"])
+    interference = timed.interference
+    assert interference["load_samples"] >= 0.5 / SAMPLE_EVERY_S, interference
+    assert COMPILING_TASK not in {task["name"] for task in interference["others_seen"]}, (
+        interference
+    )
 
 
 def _env() -> dict[str, str]:
