@@ -12,13 +12,17 @@ records, per cell:
   and flagged 5 of 29 cells of a quiet smoke run (0.48x-1.72x "drift"); a busy machine is
   what the runnable-task samples below are for;
 - the *runnable tasks* on the machine while the worker runs (``procs_running`` of
-  ``/proc/stat``, sampled as a quiet stage begins and every `SAMPLE_EVERY_S` after; the
-  sampler itself is not counted), how many of them were not the cell's own threads, and
-  which tasks those were (a scan of ``/proc/*/task`` when there were any: a kernel worker
-  thread or another program names itself). A mean of runnable tasks is only judged over at
-  least `MIN_LOAD_SAMPLES` samples: in stages of a few tenths of a second, one or two
-  samples catching a kernel thread at work (``kworker``, ``rcu_preempt``, ``kcompactd``, a
-  hypervisor agent) flagged quiet cells and once failed a CI test;
+  ``/proc/stat``, sampled as a quiet stage begins, then every `FAST_EVERY_S` for
+  `FAST_SAMPLES` samples and every `SAMPLE_EVERY_S` after; the sampler itself is not
+  counted) and the *others*: the tasks that are not the cell's threads, found by a scan of
+  ``/proc/*/task`` and named (a kernel worker thread or another program names itself)
+  whenever ``procs_running`` exceeds the cell's running threads. Counting that excess
+  alone overcounted: a worker's threads hand work to each other between the two reads (a
+  scanned TDMA cell showed one "other" task in all 9 samples, the scan found none). A
+  mean of runnable tasks is judged over at least `MIN_LOAD_SAMPLES` samples; one or two
+  samples of a stage of a few tenths of a second catching a kernel thread at work
+  (``kworker``, ``rcu_preempt``, ``kdamond``, a hypervisor agent) flagged quiet cells and
+  once failed a CI test;
 - *CPU steal* (time a hypervisor gave to other guests) over the cell, from ``/proc/stat``;
 - the 1-minute load average before and after (shown, not decided on: it includes the
   cell's own work and lags by a minute).
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import os
 import threading
 import time
@@ -51,8 +56,12 @@ import numpy as np
 PROBE_DRIFT = 1.5
 STEAL_FRACTION = 0.05  # more than 5% of the CPU time stolen by the hypervisor: disturbed
 OTHERS = 0.5  # runnable tasks not the cell's, on average: half a core's worth
-SAMPLE_EVERY_S = 0.05  # a sample costs ~0.1-0.5 ms of the parent's time (a worker's threads)
-MIN_LOAD_SAMPLES = 5  # fewer samples than this (a stage under ~0.2 s): the load is not judged
+# A sample costs ~0.1-0.5 ms of the parent's time (the worker's threads), ~2 ms more when
+# it scans /proc for the others: fast at first, so that short stages get enough samples.
+FAST_EVERY_S = 0.05
+FAST_SAMPLES = 20
+SAMPLE_EVERY_S = 0.2
+MIN_LOAD_SAMPLES = 4  # fewer samples than this (a stage under ~0.15 s): load not judged
 NAMED_OTHERS = 3  # the reason names this many of the other runnable tasks, most seen first
 PROBE_REPEATS = 7
 
@@ -174,25 +183,26 @@ class LoadSamples:
 
 @contextmanager
 def sample_load(pid: int, samples: LoadSamples) -> Iterator[LoadSamples]:
-    """Sample runnable tasks into ``samples`` as the block begins and every
-    `SAMPLE_EVERY_S` after, in a thread, while the block runs; the running threads of
-    process ``pid`` (the cell's worker) are told apart from the others, which are named."""
+    """Sample runnable tasks into ``samples`` in a thread while the block runs: as it
+    begins, every `FAST_EVERY_S` for `FAST_SAMPLES` samples, then every `SAMPLE_EVERY_S`.
+    The running threads of process ``pid`` (the cell's worker) are told apart from the
+    others, which are found by a scan and named."""
     stop = threading.Event()
 
     def loop() -> None:
         me = threading.get_native_id()
-        while True:
+        for taken in itertools.count(1):
             running = procs_running()
             if running is None:
                 return
             running -= 1  # this sampler thread, running while it reads
-            own = running_threads(pid)
-            others = max(running - own, 0)
+            others = []
+            if running > running_threads(pid):
+                others = runnable_tasks(pid, me)
             samples.runnable.append(max(running, 0))
-            samples.others.append(others)
-            if others:
-                samples.seen.update(set(runnable_tasks(pid, me)))
-            if stop.wait(SAMPLE_EVERY_S):
+            samples.others.append(len(others))
+            samples.seen.update(set(others))
+            if stop.wait(FAST_EVERY_S if taken < FAST_SAMPLES else SAMPLE_EVERY_S):
                 return
 
     thread = threading.Thread(target=loop, name="scanbench-load-sampler", daemon=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.heartbeat import Beacon
-from harness.interference import SAMPLE_EVERY_S
+from harness.interference import FAST_EVERY_S
 from harness.launcher import measuring, run_cells
 from harness.overlap import Machine, cells_at_once, run_worker
 from harness.quiet_link import PAUSED_STAGE, WAITING_STAGE, Pauses, paused_within
@@ -181,7 +181,7 @@ def test_a_compile_beside_a_timed_cell_is_paused_and_its_time_left_out():
     assert COMPILE_CPU_S * 0.95 <= compiling.prepare_s <= COMPILE_CPU_S * 1.25
     assert compiling.extra["cells_at_once"] == 2
     interference = timed.interference
-    assert interference["load_samples"] >= 0.5 / SAMPLE_EVERY_S, interference
+    assert interference["load_samples"] >= 0.5 / FAST_EVERY_S, interference
     assert COMPILING_TASK not in {task["name"] for task in interference["others_seen"]}, (
         interference
     )
