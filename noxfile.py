@@ -19,10 +19,13 @@ nox.options.reuse_existing_virtualenvs = True
 # venv with jax, numba, scipy, pandas, matplotlib takes ~11 s instead of pip's ~30 s
 # (measured here, cold caches); plain virtualenv + pip otherwise
 nox.options.default_venv_backend = "uv|virtualenv"
-# ... with the bytecode compiled at install, as pip does: uv does not by default, and where
-# PYTHONDONTWRITEBYTECODE is set (this VM) every cell's fresh worker then compiled jax and
-# the rest from source on import, 1.8 s instead of 0.8 s
-os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
+# Every cell is a fresh interpreter, so each one imports jax, numba, scipy...: from cached
+# bytecode in ~0.8 s, from source in ~1.8 s. Sessions let Python write the bytecode of what
+# it imports (into the session's venv and this checkout's ignored __pycache__/), as it does
+# unless PYTHONDONTWRITEBYTECODE is set (it is on some CI images and VMs): the first
+# workers write it, the others read it (~1.6 s once). Compiling every file at install
+# instead (uv's UV_COMPILE_BYTECODE, pip's default) took 8.8 s for 6,975 files.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @nox.session
