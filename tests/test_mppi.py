@@ -295,3 +295,21 @@ def test_check_bounds_the_typical_and_the_worst_generation(scale_per_generation,
     else:
         with pytest.raises(MismatchError, match=message):
             scenario.check(scaled, expected, "float32")
+
+
+def test_loading_an_mppi_scenario_leaves_numba_unimported():
+    """A cell's worker loads its scenario afresh; Numba (~0.15 s to import) is imported
+    by the Numba cells' prepare only, not by the 12 MPPI cells that never use it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from harness.sources import load\n"
+        "for source in ('scenarios.mppi_tuning:SCENARIO', "
+        "'scenarios.mppi_tuning:CARTPOLE_SCENARIO'):\n"
+        "    load(source)\n"
+        "print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr

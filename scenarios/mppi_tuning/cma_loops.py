@@ -15,7 +15,6 @@ import numpy as np
 
 from harness.api import Backend, Size, Strategy
 from harness.factories import loop_backend
-from scenarios.mppi_tuning import numba_lanes, numba_mppi
 from scenarios.mppi_tuning.controller import LOG_LOWER, LOG_UPPER, Config
 from scenarios.mppi_tuning.objective import (
     episode_keys,
@@ -70,6 +69,8 @@ def _draws(config: Config):
 
 def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
     """The float32 lane kernel (`numba_lanes.evaluate_population`)."""
+    from scenarios.mppi_tuning import numba_lanes  # imports Numba: only the cells that use it
+
     config = inputs.config
     numba_lanes.check_dt(config.dt)
     system = numba_lanes.SYSTEM_CODES[config.system]
@@ -92,6 +93,8 @@ def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
 def _numba_scalar_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
     """The float64 scalar loop (`numba_mppi`): a candidate's closed loop one sample at a
     time, as a first port from NumPy reads."""
+    from scenarios.mppi_tuning import numba_mppi  # imports Numba: only the cells that use it
+
     config = inputs.config
     numba_mppi.compile_for(config.system)
     draws = _draws(config)

@@ -21,7 +21,6 @@ import numpy as np
 
 from harness.api import Backend, MismatchError, Strategy
 from harness.factories import host_backend
-from scenarios.mppi_tuning import numba_lanes
 from scenarios.mppi_tuning.controller import noise_shape, rollout_costs
 from scenarios.mppi_tuning.objective import episode_keys, episode_noise, generation_key
 from scenarios.mppi_tuning.problem import MppiInputs
@@ -33,6 +32,8 @@ RTOL = 1e-3  # float32 sums of T costs in another order
 def _batches(inputs: MppiInputs) -> dict[str, Any]:
     """R = P x G x E x S batches from the episode starts, and one (T, K) control array
     from the first episode's noise (clipped at the limit as the controller does)."""
+    from scenarios.mppi_tuning import numba_lanes  # imports Numba: only the cells that use it
+
     config = inputs.config
     numba_lanes.check_dt(config.dt)
     root = jax.random.key_data(jax.random.key(inputs.seed))
@@ -42,6 +43,7 @@ def _batches(inputs: MppiInputs) -> dict[str, Any]:
     count = config.population * config.generations * config.episodes * config.control_steps
     start = np.asarray(starts[0], np.float32)
     return {
+        "kernel": numba_lanes.rollout_roofline,
         "system": numba_lanes.SYSTEM_CODES[config.system],
         "starts": np.ascontiguousarray(np.broadcast_to(start, (count, start.size))),
         "controls": np.ascontiguousarray(controls),
@@ -50,7 +52,7 @@ def _batches(inputs: MppiInputs) -> dict[str, Any]:
 
 
 def _run(batches: dict[str, Any]) -> np.ndarray:
-    return numba_lanes.rollout_roofline(batches["system"], batches["starts"], batches["controls"])
+    return batches["kernel"](batches["system"], batches["starts"], batches["controls"])
 
 
 def _check(batches: dict[str, Any], costs: np.ndarray) -> float:
