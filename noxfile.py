@@ -19,13 +19,22 @@ nox.options.reuse_existing_virtualenvs = True
 # venv with jax, numba, scipy, pandas, matplotlib takes ~11 s instead of pip's ~30 s
 # (measured here, cold caches); plain virtualenv + pip otherwise
 nox.options.default_venv_backend = "uv|virtualenv"
-# Every cell is a fresh interpreter, so each one imports jax, numba, scipy...: from cached
-# bytecode in ~0.8 s, from source in ~1.8 s. Sessions let Python write the bytecode of what
-# it imports (into the session's venv and this checkout's ignored __pycache__/), as it does
-# unless PYTHONDONTWRITEBYTECODE is set (it is on some CI images and VMs): the first
-# workers write it, the others read it (~1.6 s once). Compiling every file at install
-# instead (uv's UV_COMPILE_BYTECODE, pip's default) took 8.8 s for 6,975 files.
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def _install(session: nox.Session, *args: str) -> None:
+    """``pip install *args`` into the session's venv, whose commands may write bytecode.
+
+    Every cell is a fresh interpreter that imports jax, numba, scipy...: ~0.8 s from cached
+    bytecode, ~1.8 s from source. Python writes the bytecode of what it imports (into the
+    venv and this checkout's ignored __pycache__/) unless PYTHONDONTWRITEBYTECODE is set,
+    as it is on some CI images and VMs (this one): the session's commands get it empty
+    (Python then writes), so the first workers write it and the others read it (~1.6 s
+    once). Compiling every file at install instead (uv's UV_COMPILE_BYTECODE, pip's
+    default) took 8.8 s for 6,975 files. nox itself and the rest of the machine keep the
+    setting.
+    """
+    session.env["PYTHONDONTWRITEBYTECODE"] = ""
+    session.install(*args)
 
 
 @nox.session
@@ -33,7 +42,7 @@ def tests(session: nox.Session) -> None:
     """Unit and integration tests at `smoke` sizes (pytest): on two xdist workers, then
     the `solo` tests alone (they compare times measured moments apart, which the other
     worker's load would skew). Arguments after `--` replace both runs with one."""
-    session.install("-e", ".[dev]")
+    _install(session, "-e", ".[dev]")
     if session.posargs:
         session.run("pytest", *session.posargs)
         return
@@ -65,7 +74,7 @@ def bench(session: nox.Session) -> None:
     `nox -s bench -- --size smoke` (still every scenario); an interrupted bench continues
     with `nox -s bench -- --resume results/bench-<time>.json`.
     """
-    session.install("-e", ".")
+    _install(session, "-e", ".")
     args = list(session.posargs)
     if "--resume" in args:  # an interrupted bench: its stored settings, its file names
         out = args[args.index("--resume") + 1]
@@ -90,7 +99,7 @@ def report(session: nox.Session) -> None:
     """
     if not session.posargs:
         session.error("give the results files: nox -s report -- results/run-1.json ...")
-    session.install("-e", ".")
+    _install(session, "-e", ".")
     md, html = "results/report.md", "results/report.html"
     session.run("scanbench", "report", *session.posargs, "--md", md, "--html", html)
     session.log(f"markdown report: {md}\nHTML report: {html}")
@@ -104,7 +113,7 @@ def gate(session: nox.Session) -> None:
     Writes results/gate.md (appended to $GITHUB_STEP_SUMMARY when set); exit 1 on a
     regression. Extra arguments go to `scanbench gate`, e.g. `-- --against origin/main`.
     """
-    session.install("-e", ".")
+    _install(session, "-e", ".")
     md = pathlib.Path("results/gate.md")
     md.unlink(missing_ok=True)
     try:

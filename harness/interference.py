@@ -266,7 +266,8 @@ class Interference:
 
 
 def _named(seen: tuple[OtherTask, ...], samples: int) -> str:
-    """``: kworker/0:1 in 3 of 8 samples, ...`` for the tasks seen most, or nothing."""
+    """``: kworker/0:1 (pid 17) in 3 of 8 samples, ...`` for the tasks seen most, or
+    nothing."""
     if not seen:
         return ""
     named = ", ".join(

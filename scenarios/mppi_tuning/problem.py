@@ -49,7 +49,7 @@ def sizes(system: str) -> dict[str, Size]:
         "smoke": _size(
             "smoke",
             "tests and CI",
-            # P x S x G = 12 eager recompiles per call (~1.3 s, pendulum); 4 before (16), 3
+            # P x S x G = 12 eager recompiles per call (~1.1 s, pendulum); 4 before (16), 3
             # keeps the population (P, 2) apart from its transpose
             population=3,
             generations=2,
