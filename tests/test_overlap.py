@@ -111,6 +111,58 @@ def test_a_new_worker_waits_while_another_holds_the_machine(tmp_path):
     assert late.waited_s >= 0.2
 
 
+# A worker that asks for the machine at once, notes on stderr when it got it (the
+# monotonic clock is the machine's), holds it HOLD_S and gives it back.
+NOTING_HOLDER = """
+import sys, time
+from harness.quiet_link import QuietLink
+link = QuietLink.from_environ()
+link.acquire()
+print("granted", time.monotonic(), file=sys.stderr)
+time.sleep(float(sys.argv[1]))
+link.release()
+"""
+
+
+def _granted_at(stderr: str) -> float:
+    return float(
+        next(line for line in stderr.splitlines() if line.startswith("granted")).split()[1]
+    )
+
+
+def test_the_runners_own_work_never_runs_beside_a_quiet_stage(tmp_path):
+    """`Machine.untimed` (a finished cell's statistics, computed by the runner): it
+    starts only once the holder has given the machine back, and a worker asking for the
+    machine meanwhile is granted it only when that work is done."""
+    machine = Machine(2)
+    results = {}
+
+    def holder(name: str, hold_s: float) -> None:
+        command = [sys.executable, "-c", NOTING_HOLDER, str(hold_s)]
+        results[name] = run_worker(machine, command, _env(), 60.0, tmp_path)
+
+    first = threading.Thread(target=holder, args=("first", 1.0))
+    first.start()
+    deadline = time.monotonic() + 30
+    while not machine.held() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert machine.held()
+    with machine.untimed():
+        began = time.monotonic()
+        assert not machine.held()
+        second = threading.Thread(target=holder, args=("second", 0.1))
+        second.start()
+        time.sleep(1.0)  # the second worker starts and asks for the machine meanwhile
+        assert not machine.held()
+        ended = time.monotonic()
+    first.join()
+    second.join()
+    for name in ("first", "second"):
+        assert results[name].returncode == 0, results[name].stderr
+    assert began >= _granted_at(results["first"].stderr) + 0.9  # after the first one's hold
+    assert _granted_at(results["second"].stderr) >= ended  # not before the work was done
+
+
 class RecordingLink:
     """A `QuietLink` stand-in that notes each call instead of asking a runner."""
 
