@@ -112,6 +112,15 @@ def procs_running() -> int | None:
     return None
 
 
+def _task_state(path: str) -> tuple[str, str] | None:
+    """(name, state letter) from a ``/proc/.../stat`` file; None when it is gone."""
+    stat = _read(path)
+    if not stat:
+        return None
+    head, _, tail = stat.rpartition(")")
+    return head.partition("(")[2], tail.split()[0]
+
+
 def thread_states(pid: int) -> list[str] | None:
     """The state letter of each thread of ``pid`` (``/proc/<pid>/task/*/stat``: R
     running or runnable, S sleeping, T stopped, ...), None when it is gone or there is no
@@ -120,22 +129,13 @@ def thread_states(pid: int) -> list[str] | None:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    stats = (_read(f"/proc/{pid}/task/{task}/stat") for task in tasks)
-    return [stat.rsplit(")", 1)[-1].split()[0] for stat in stats if stat]
+    states = (_task_state(f"/proc/{pid}/task/{task}/stat") for task in tasks)
+    return [state[1] for state in states if state is not None]
 
 
 def running_threads(pid: int) -> int:
     """Threads of process ``pid`` in state R (running or runnable)."""
     return sum(state == "R" for state in thread_states(pid) or ())
-
-
-def _task_state(path: str) -> tuple[str, str] | None:
-    """(name, state letter) from a ``/proc/.../stat`` file; None when it is gone."""
-    stat = _read(path)
-    if not stat:
-        return None
-    head, _, tail = stat.rpartition(")")
-    return head.partition("(")[2], tail.split()[0]
 
 
 def runnable_tasks(exclude_pid: int, exclude_tid: int) -> list[tuple[str, int]]:
