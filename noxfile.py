@@ -108,7 +108,7 @@ def report(session: nox.Session) -> None:
 
 @nox.session
 def gate(session: nox.Session) -> None:
-    """Regression gate: count rules and invariants of benchmarks/gates.toml (smoke sizes).
+    """Regression gate: count rules and invariants of gate/gates.toml (smoke sizes).
 
     Writes results/gate.md (appended to $GITHUB_STEP_SUMMARY when set); exit 1 on a
     regression. Extra arguments go to `scanbench gate`, e.g. `-- --against origin/main`.
@@ -121,7 +121,7 @@ def gate(session: nox.Session) -> None:
             "scanbench",
             "gate",
             "--gates",
-            "benchmarks/gates.toml",
+            "gate/gates.toml",
             "--md",
             str(md),
             *session.posargs,

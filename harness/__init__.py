@@ -1,18 +1,113 @@
 """scanbench: a benchmark and profiling harness for JAX workloads.
 
-The Python API for your own functions (`harness.functions`)::
+Everything a user needs is a name of this module, listed in ``__all__``: the vocabulary a
+scenario file is written in (`Scenario`, `Backend`, `Size`, `Strategy`, `Param`), the
+backend factories (`jax_backend`, `compiled_backend`, `loop_backend`, `host_backend`,
+`parametric`), the error types, and the notebook API (`compare`, `profile`, `report`).
+Every submodule (``scanbench.execution``, ``scanbench.probes``, ``scanbench.gate``, ...) is
+internal: its names may change in any release.
 
-    from harness import compare, profile, report
+Example:
+    >>> import scanbench
+    >>> scanbench.Strategy("scanned")
+    <Strategy.SCANNED: 'scanned'>
+
+Importing ``scanbench`` imports neither JAX nor NumPy (every cell's worker process starts
+from it): the names that need them load on first use.
 """
 
-__all__ = ["compare", "profile", "report"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if __name__ != "scanbench":  # e.g. `import harness` with a checkout of scanbench on the path
+    raise ImportError(
+        f"scanbench's code was imported as {__name__!r}; import it as `scanbench` "
+        "(e.g. `import scanbench` or `from scanbench import Scenario`)"
+    )
+
+from .api import DTYPES, Backend, Param, Record, Scenario, Size, Status, Strategy
+from .counts import Counts
+from .errors import HarnessError, InputError, MismatchError, StoreError, UnknownNameError
+
+__version__ = "0.2.0"
+
+# name -> the internal module it is loaded from on first use (it imports NumPy or JAX)
+_LAZY = {
+    "Compiled": ".factories",
+    "compiled_backend": ".factories",
+    "host_backend": ".factories",
+    "jax_backend": ".factories",
+    "loop_backend": ".factories",
+    "parametric": ".factories",
+    "TimingConfig": ".timing",
+    "compare": ".functions",
+    "profile": ".functions",
+    "report": ".functions",
+    "Profile": ".functions",
+    "compile_reference": ".execution.reference_cache",
+}
+_SUBMODULES = {"placement": ".sharding.placement"}
+
+__all__ = [
+    "DTYPES",
+    "Backend",
+    "Compiled",
+    "Counts",
+    "HarnessError",
+    "InputError",
+    "MismatchError",
+    "Param",
+    "Profile",
+    "Record",
+    "Scenario",
+    "Size",
+    "Status",
+    "StoreError",
+    "Strategy",
+    "TimingConfig",
+    "UnknownNameError",
+    "__version__",
+    "compare",
+    "compile_reference",
+    "compiled_backend",
+    "host_backend",
+    "jax_backend",
+    "loop_backend",
+    "parametric",
+    "placement",
+    "profile",
+    "report",
+]
 
 
-def __getattr__(name: str):
-    """``compare``, ``profile`` and ``report`` from `harness.functions`, imported on first
-    use (importing ``harness`` stays cheap for the worker processes)."""
-    if name in __all__:
-        from harness import functions
+def __getattr__(name: str) -> Any:
+    """The names of `_LAZY` and `_SUBMODULES`, imported on first use (PEP 562)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(_SUBMODULES[name], __name__)
+    else:
+        raise AttributeError(f"module 'scanbench' has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return getattr(functions, name)
-    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from .execution.reference_cache import compile_reference
+    from .factories import (
+        Compiled,
+        compiled_backend,
+        host_backend,
+        jax_backend,
+        loop_backend,
+        parametric,
+    )
+    from .functions import Profile, compare, profile, report
+    from .sharding import placement
+    from .timing import TimingConfig

@@ -8,7 +8,7 @@ ready). Users bring their own workloads by writing a Python file that defines
 ``SCENARIO = Scenario(...)`` and passing it to ``scanbench run --scenario-file``.
 
 Example:
-    >>> from harness.api import Backend, Strategy
+    >>> from scanbench import Backend, Strategy
     >>> double = Backend(
     ...     name="numpy-double", strategy=Strategy.SEQUENTIAL, engine="numpy",
     ...     prepare=lambda inputs, size: inputs, run=lambda x: 2 * x,
@@ -23,15 +23,14 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.counts import Counts
-from harness.errors import (
+from .counts import Counts
+from .errors import (
     HarnessError,
     InputError,
     MismatchError,
     StoreError,
     UnknownNameError,
 )
-from harness.reference_cache import compile_reference
 
 __all__ = [
     "DTYPES",
@@ -48,7 +47,6 @@ __all__ = [
     "StoreError",
     "Strategy",
     "UnknownNameError",
-    "compile_reference",
 ]
 
 
@@ -124,6 +122,14 @@ class Param:
             raise InputError(f"{label}: backend {backend!r} takes an int >= 1")
 
 
+def param_suffix(params: Mapping[str, Any]) -> str:
+    """``[block=2000,unroll=2]``: a cell's or record's backend parameters as its label
+    shows them (empty without parameters)."""
+    if not params:
+        return ""
+    return "[" + ",".join(f"{name}={value}" for name, value in sorted(params.items())) + "]"
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     """One way to compute a scenario's answer.
@@ -149,7 +155,7 @@ class Backend:
         params: the keyword parameters the backend is built with (block size, unroll,
             ...), name -> `Param` (its default and allowed values); ``scanbench run
             --param NAME=V1,V2`` runs one cell per value. `bind` builds the backend with
-            other values; `harness.factories.parametric` fills both in.
+            other values; `scanbench.factories.parametric` fills both in.
         bind: ``bind(**values) -> Backend``: this backend built with those parameters.
         check: ``check(prepared, output) -> max_error``, for a backend whose output is
             not the scenario's answer (a `Strategy.ROOFLINE` kernel computes the same
@@ -240,7 +246,7 @@ class Scenario:
             repeats (MPPI: ``generations``). The counting passes (whose traces grow with
             every event) then run with it at 2, 3 and 4, and each count is extrapolated
             exactly as fixed + per unit x n, the third point checking the line
-            (`harness.linear_counts`); a count that is not linear gets no number.
+            (`scanbench.probes.extrapolation`); a count that is not linear gets no number.
         baseline: the backend that reports give speedups against; default: the backend
             named ``sequential``, else the first backend whose strategy is ``sequential``.
     """
@@ -360,7 +366,7 @@ class Record:
 
     @property
     def disturbed(self) -> bool:
-        """The machine was busy while this cell ran (see `harness.interference`)."""
+        """The machine was busy while this cell ran (see `scanbench.execution.interference`)."""
         return bool(self.interference.get("disturbed"))
 
     def __post_init__(self) -> None:

@@ -12,7 +12,7 @@ timed a backend's output must pass all of:
   wrong on every later call, which the max error alone does not explain;
 - it still matches after repeated calls (`check_again`).
 
-Imports only NumPy, JAX's tree utilities and `harness.api`, so `harness/gate/serve.py` can load
+Imports only NumPy, JAX's tree utilities and `scanbench.api`, so `harness/gate/serve.py` can load
 the candidate's copy by path inside a baseline checkout.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.api import HarnessError
+from .api import HarnessError
 
 CheckFn = Callable[[Any, Any, str], Any]
 
@@ -73,7 +73,7 @@ def nonfinite(tree: Any) -> list[tuple[str, int, int, int]]:
 
 def check_of(scenario: Any, backend: Any, prepared: Any) -> CheckFn:
     """The check a backend's output faces: the scenario's, or the backend's own
-    (`harness.api.Backend.check`: a roofline kernel computes the scenario's arithmetic, not
+    (`scanbench.api.Backend.check`: a roofline kernel computes the scenario's arithmetic, not
     its answer, and is checked against that arithmetic)."""
     own = getattr(backend, "check", None)
     if own is None:

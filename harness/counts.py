@@ -7,7 +7,7 @@ a frozen type: the sections by name, the errors by probe, and the per-call view 
 reader uses (the gate, the reports, the decomposition, pytest-benchmark, the environment
 A/B). Which per-call counts exist, where each is read from, whether the gate holds it
 exactly and which breakdown names what grew: `COUNT_KEYS`, in the manner of pyperf's
-metadata table. Nothing here runs a probe (that is `harness.counting`), so the reports
+metadata table. Nothing here runs a probe (that is `scanbench.probes.passes`), so the reports
 and the gate read counts without importing the probe runner.
 
 Example:
@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import StoreError
+from .errors import StoreError
 
 # the probe sections a Counts may hold, in the order they are stored
 SECTIONS = (
@@ -101,7 +101,7 @@ class Counts:
         sections: probe name -> that probe's stored JSON (`SECTIONS`).
         errors: probe name -> why it produced no number (`PROBES`).
         calls: calls the counted region covered (1 since counts are taken on one call).
-        scale: results stored before `harness.linear_counts` were counted at a smaller
+        scale: results stored before `scanbench.probes.extrapolation` were counted at a smaller
             size and scaled by this (1.0 otherwise).
     """
 
@@ -121,37 +121,37 @@ class Counts:
 
     @property
     def trace(self) -> Mapping[str, Any]:
-        """`harness.probes.trace`: dispatches, executions, kernels and their breakdowns."""
+        """`scanbench.probes.trace`: dispatches, executions, kernels and their breakdowns."""
         return self.section("trace")
 
     @property
     def spans(self) -> Mapping[str, Any]:
-        """`harness.probes.spans`: busy times of the traced call, host conversions."""
+        """`scanbench.probes.spans`: busy times of the traced call, host conversions."""
         return self.section("spans")
 
     @property
     def transfers(self) -> Mapping[str, Any]:
-        """`harness.probes.transfers`: host<->device transfers under the transfer guard."""
+        """`scanbench.probes.transfers`: host<->device transfers under the transfer guard."""
         return self.section("transfers")
 
     @property
     def compilations(self) -> Mapping[str, Any]:
-        """`harness.probes.compilations`: traces and compiles inside the counted call."""
+        """`scanbench.probes.compilations`: traces and compiles inside the counted call."""
         return self.section("compilations")
 
     @property
     def static(self) -> Mapping[str, Any]:
-        """The static HLO estimate of the backend's executables (`harness.counting`)."""
+        """The static HLO estimate of the backend's executables (`scanbench.probes.passes`)."""
         return self.section("static")
 
     @property
     def memory(self) -> Mapping[str, Any]:
-        """`harness.probes.memory`: measured peak, minimum, XLA's plan."""
+        """`scanbench.probes.memory`: measured peak, minimum, XLA's plan."""
         return self.section("memory")
 
     @property
     def linear(self) -> Mapping[str, Any]:
-        """`harness.linear_counts`: the fixed + per-unit model of every total."""
+        """`scanbench.probes.extrapolation`: the fixed + per-unit model of every total."""
         return self.section("linear")
 
     @property

@@ -3,7 +3,7 @@
 For one call with median time ``T`` (untimed probes, same run, same device):
 
     device    = the share of the traced call an XLA program executed, off the calling
-                threads (`harness.probes.spans`), x T; the profiler's recording cost
+                threads (`scanbench.probes.spans`), x T; the profiler's recording cost
                 (recorded events x measured cost per event) taken out of both the busy
                 time and the traced call's wall time first. A share, not the busy
                 seconds, because the traced call may run at another speed than the timed
@@ -20,13 +20,13 @@ For one call with median time ``T`` (untimed probes, same run, same device):
                     the host conversions in the trace x [ready, pending] conversion cost
                 a range when a path is unknown; the shares use its middle
     compile   = tracing, lowering and compiling inside the call (measured,
-                `harness.probes.compilations`; 0 for a warm, compiled backend)
+                `scanbench.probes.compilations`; 0 for a warm, compiled backend)
     host      = T - all of the above: host work the probes do not name (Python between
                 calls, NumPy, Numba or SciPy code, waiting); the rest, named as such
 
 When the parts add up to more than ``T`` (host and device work overlapped, or the
 profiler inflated the device share), ``host`` is 0 and ``overlap`` is the excess as a
-fraction of ``T``. The unit costs come from ``harness.probes.overheads``.
+fraction of ``T``. The unit costs come from ``scanbench.probes.overheads``.
 
 Results stored before the device time was measured have no ``spans``: their ``device``
 and ``host`` are None and ``remainder`` (= device + host) is all they say.
@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.counts import Counts
+from .counts import Counts
 
 PARTS = ("dispatch", "launch", "transfer", "compile", "device", "host")
 
@@ -96,7 +96,7 @@ def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict
     ]
     if missing:
         return {"error": f"cannot decompose: missing {', '.join(missing)}"}
-    # a count the linear model found not linear has no number (`harness.linear_counts`)
+    # a count the linear model found not linear has no number (`scanbench.probes.extrapolation`)
     unknown = [
         f"{section}.{key}"
         for section, values, keys in (

@@ -3,7 +3,7 @@
 Pure rules over stored numbers (per-call counts, the time decomposition, the distance to
 a limit), each one documented here and unit-tested on synthetic counts. A rule *fires*
 when its evidence is present; a fired rule whose share of the median is at least
-`DOMINANT` names the cell's dominant cost. Shares come from `harness.decomposition`
+`DOMINANT` names the cell's dominant cost. Shares come from `scanbench.decomposition`
 (counts x unit costs measured in the same run, device time from the trace).
 
 - **near a limit**: the median is within `NEAR_LIMIT` of the memory-bandwidth bound
@@ -100,7 +100,7 @@ class Facts:
     """What the rules read (from a stored record, a report row or the Python API)."""
 
     median_s: float | None
-    per_call: Mapping[str, float | None]  # `harness.counts.Counts.per_call`
+    per_call: Mapping[str, float | None]  # `scanbench.counts.Counts.per_call`
     kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
     decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     costs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # unit costs

@@ -15,6 +15,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .import_path import import_root
+from .probes.bandwidth import copy_bandwidth
+
 
 def _version(distribution: str) -> str | None:
     try:
@@ -53,6 +56,15 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
     return commit + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def _own_commit() -> str | None:
+    """The commit of the checkout scanbench is imported from, if it is one (an editable
+    install); a wheel's copy in site-packages has none."""
+    here = Path(__file__).resolve().parent
+    if "site-packages" in here.parts or not (here.parent / ".git").exists():
+        return None
+    return git_commit(here)
+
+
 def device_info() -> dict[str, Any]:
     """The default JAX backend's platform, device kind and count."""
     import jax
@@ -82,10 +94,11 @@ def collect(measure_bandwidth: bool = True) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "x64_default": bool(jax.config.jax_enable_x64),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "git_commit": git_commit(Path(__file__).resolve().parent),
+        # the project scanbench runs in (its import root), and scanbench's own checkout
+        # (None when installed from a wheel)
+        "git_commit": git_commit(import_root()),
+        "scanbench_commit": _own_commit(),
     }
     if measure_bandwidth:
-        from harness.probes.bandwidth import copy_bandwidth
-
         env["memory_bandwidth"] = copy_bandwidth()
     return env

@@ -1,4 +1,4 @@
-"""scanbench's error types (re-exported by `harness.api`, the public vocabulary).
+"""scanbench's error types (re-exported by `scanbench.api`, the public vocabulary).
 
 The CLI catches `HarnessError` and prints one line; every other error of a cell is stored
 with the cell.

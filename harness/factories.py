@@ -10,12 +10,12 @@ ready result* holds by construction (optax/evosax style: data plus pure function
   ``prepare`` by a call on tiny inputs.
 
 Every ``run`` these factories build carries `READY_MARK`; the timing loop
-(`harness.timing`) waits for the output again anyway, so a hand-built `Backend` (a user's
+(`scanbench.timing`) waits for the output again anyway, so a hand-built `Backend` (a user's
 scenario file) is timed correctly too.
 
 Example:
     >>> import jax.numpy as jnp
-    >>> from harness.api import Strategy
+    >>> from scanbench.api import Strategy
     >>> square = jax_backend("square", Strategy.VMAPPED, lambda x: jnp.square(x))
 """
 
@@ -26,8 +26,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.api import Backend, Param, Size, Strategy
-from harness.timing import block_until_ready
+from .api import Backend, Param, Size, Strategy
+from .timing import block_until_ready
 
 READY_MARK = "__scanbench_returns_ready__"
 
@@ -109,7 +109,7 @@ def compiled_backend(
         to_reference: untimed conversion of the output back to the reference layout.
         sizes: size names the backend runs at (``None``: all).
         skip_reason: shown for the other sizes.
-        xla_flags: XLA flags its worker starts with (see `harness.api.Backend`).
+        xla_flags: XLA flags its worker starts with (see `scanbench.api.Backend`).
     """
     return Backend(
         name=name,
@@ -188,9 +188,9 @@ def loop_backend(
         executables: ``executables(prepared) -> {name: (compiled, calls_per_run)}`` for
             the static HLO estimate.
         estimate: ``estimate(inputs, size) -> {"estimated_s": ...}`` for the sizes it
-            does not run at (see `harness.api.Backend`).
+            does not run at (see `scanbench.api.Backend`).
         reducible_to: measured on this many units of the scenario's ``count_along`` and
-            scaled when a whole call would exceed the time budget (`harness.api.Backend`).
+            scaled when a whole call would exceed the time budget (`scanbench.api.Backend`).
         (the others as in `compiled_backend`.)
     """
     return Backend(
@@ -229,7 +229,7 @@ def host_backend(
         warm_inputs: if given, ``fn(warm_inputs(laid_out_inputs))`` is called once in
             ``prepare``: tiny inputs of the same types, so a Numba function is compiled
             for them without running the full workload.
-        check: its own check instead of the scenario's (`harness.api.Backend.check`).
+        check: its own check instead of the scenario's (`scanbench.api.Backend.check`).
         (the others as in `jax_backend`.)
     """
 

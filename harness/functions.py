@@ -1,19 +1,19 @@
 """Bring your own function: `compare` and `profile` plain Python functions, in a notebook or
 a test, with the harness's own timing loop, checks, counts and diagnosis.
 
-    >>> from harness import compare
+    >>> from scanbench import compare
     >>> table = compare({"loop": loop, "vmap": vmapped, "scan": scanned}, x, reference="loop")
     >>> table[["median_s", "speedup", "dispatches", "diagnosis"]]
 
 Each function is one backend of an in-memory scenario whose inputs are the arguments given
 and whose reference answer is the reference function's output; it is measured exactly as
-a `scanbench run` cell is (`harness.worker.measure`): compile apart (a jitted function is
-lowered and compiled ahead of time in the untimed prepare), the first output checked
+a `scanbench run` cell is (`scanbench.execution.worker.measure`): compile apart (a jitted function
+is lowered and compiled ahead of time in the untimed prepare), the first output checked
 against the reference's (``allclose`` with a stated tolerance, NaN/inf refused, inputs
-left unchanged), adaptive samples that wait for every output (`harness.timing`), then one
+left unchanged), adaptive samples that wait for every output (`scanbench.timing`), then one
 counted call (dispatches, kernels, GPU launch equivalents, transfers, recompilations,
 memory), the time decomposition from unit costs measured in this process and the
-diagnosis (`harness.diagnosis`). By default everything runs in this process (the result
+diagnosis (`scanbench.diagnosis`). By default everything runs in this process (the result
 says so: no worker isolation, so one function's compilation caches or threads can affect
 the next); ``isolate=True`` runs each function in a fresh worker process instead, when the
 functions and arguments can be pickled (cloudpickle).
@@ -25,10 +25,7 @@ stored-run form `report` writes as the markdown and HTML reports.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -36,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.api import (
+from .api import (
     Backend,
     InputError,
     MismatchError,
@@ -45,7 +42,19 @@ from harness.api import (
     Size,
     Strategy,
 )
-from harness.timing import TimingConfig
+from .diagnosis import diagnose, facts_of
+from .environment import collect
+from .execution.cells import Cell
+from .execution.launcher import decomposed, run_cell_in_worker, with_stats
+from .execution.worker import Target, measure
+from .factories import loop_backend
+from .import_path import with_import_root
+from .probes.overheads import measure_all
+from .reports.frame import records_frame
+from .reports.written import write_reports
+from .sources import write_pickled
+from .store import Run, ScenarioFacts
+from .timing import TimingConfig
 
 NAME = "functions"
 ISOLATION = {
@@ -184,7 +193,6 @@ def _check(tolerance: Tolerance) -> Callable[[Any, Any, str], float]:
 
 
 def _backend(name: str, function: Callable[..., Any], strategy: Strategy) -> Backend:
-    from harness.factories import loop_backend
 
     jitted = hasattr(function, "lower")
 
@@ -268,18 +276,14 @@ def _dtype() -> str:
 
 def _environment(probes: bool) -> dict[str, Any]:
     """This process's environment and, with probes, the unit costs of the decomposition."""
-    from harness.environment import collect
 
     environment = collect(measure_bandwidth=False)
     if probes:
-        from harness.probes.overheads import measure_all
-
         environment["overheads"] = measure_all()
     return environment
 
 
 def _measure_here(scenario: Scenario, key: str, timing: TimingConfig, probes: bool) -> Record:
-    from harness.worker import Target, measure
 
     return measure(
         scenario,
@@ -293,66 +297,13 @@ def _measure_here(scenario: Scenario, key: str, timing: TimingConfig, probes: bo
 
 
 def _measure_isolated(
-    payload: dict[str, Any], key: str, timing: TimingConfig, probes: bool, timeout_s: float
+    source: str, scenario: Scenario, key: str, timing: TimingConfig, probes: bool, timeout_s: float
 ) -> Record:
-    """``key`` measured in a fresh worker process (`harness.worker` ``function`` mode)."""
-    try:
-        import cloudpickle
-    except ImportError as error:  # a declared dependency; say so if it is missing
-        raise InputError(f"isolate=True needs cloudpickle ({error})") from None
-    with tempfile.TemporaryDirectory(prefix="scanbench-function-") as tmp:
-        spec, out = Path(tmp, "payload.pkl"), Path(tmp, "record.json")
-        try:
-            data = cloudpickle.dumps(
-                {**payload, "key": key, "timing": dataclasses.asdict(timing), "probes": probes}
-            )
-        except Exception as error:
-            raise InputError(
-                f"isolate=True: the functions or arguments cannot be pickled "
-                f"({type(error).__name__}: {error}); use isolate=False"
-            ) from None
-        spec.write_bytes(data)
-        done = subprocess.run(
-            [sys.executable, "-m", "harness.worker", "function", str(spec), str(out)],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            check=False,
-        )
-        if done.returncode != 0 or not out.exists():
-            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            return Record(
-                scenario=payload.get("name", NAME),
-                backend=key,
-                strategy="unknown",
-                engine="unknown",
-                size="default",
-                dtype=_dtype(),
-                seed=0,
-                status="failed",
-                error="worker failed: " + " / ".join(tail),
-            )
-        return Record.from_json(json.loads(out.read_text(encoding="utf-8")))
-
-
-def measure_payload(payload: dict[str, Any]) -> Record:
-    """The worker side of ``isolate=True``: rebuild the scenario, measure one function."""
-    import jax
-
-    jax.config.update("jax_enable_x64", payload["x64"])
-    scenario = scenario_of(
-        payload["functions"],
-        payload["args"],
-        payload["reference"],
-        payload["strategies"],
-        Tolerance(**payload["tolerance"]),
-        payload["work"],
-        payload["name"],
-    )
-    return _measure_here(
-        scenario, payload["key"], TimingConfig(**payload["timing"]), payload["probes"]
-    )
+    """``key`` measured in a fresh worker process, exactly as a `scanbench run` cell is:
+    the cell's scenario source is the pickled scenario (`scanbench.sources.write_pickled`)."""
+    cell = Cell(scenario.name, key, "default", _dtype(), 0, source)
+    environ = with_import_root(os.environ, os.getcwd())  # as `python -m` would from here
+    return run_cell_in_worker(cell, timing, timeout_s, probes, environ=environ)
 
 
 def compare(
@@ -379,7 +330,7 @@ def compare(
             sharded`` for names that do not contain one of those words.
         rtol, atol: the tolerance of the output check (see `Tolerance`).
         work: units of work per call for the throughput column (default ``calls: 1``).
-        timing: the sampling settings (`harness.timing.TimingConfig`; default: the CLI's).
+        timing: the sampling settings (`scanbench.timing.TimingConfig`; default: the CLI's).
         probes: count dispatches, kernels, transfers and memory, and decompose the time.
         isolate: each function in a fresh worker process (needs picklable functions).
 
@@ -388,37 +339,27 @@ def compare(
         shares in percent); ``attrs``: ``run`` (write it with `report`), ``isolation``,
         ``tolerance``.
     """
-    from harness.launcher import decomposed, with_stats
-    from harness.store import Run, ScenarioFacts
-    from reports.frame import records_frame
-
     reference = reference or next(iter(functions), "")
     tolerance = Tolerance(rtol, atol)
     scenario = scenario_of(functions, args, reference, strategies, tolerance, work, name)
     timing = timing or TimingConfig()
     environment = _environment(probes)
-    payload = {
-        "functions": dict(functions),
-        "args": args,
-        "reference": reference,
-        "strategies": dict(strategies or {}),
-        "tolerance": dataclasses.asdict(tolerance),
-        "work": work,
-        "name": name,
-        "x64": _dtype() == "float64",
-    }
     records = []
-    for key in functions:
-        if isolate:
-            record = _measure_isolated(payload, key, timing, probes, timeout_s)
-        else:
-            record = _measure_here(scenario, key, timing, probes)
-        records.append(decomposed(with_stats(record, timing.confidence), environment))
+    with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
+        if isolate:  # one pickle of the scenario, which every function's worker loads
+            pickled = write_pickled({"SCENARIO": scenario}, Path(tmp, "scenario.pkl"))
+        for key in functions:
+            if isolate:
+                source = f"{pickled}:SCENARIO"
+                record = _measure_isolated(source, scenario, key, timing, probes, timeout_s)
+            else:
+                record = _measure_here(scenario, key, timing, probes)
+            records.append(decomposed(with_stats(record, timing.confidence), environment))
     facts = ScenarioFacts(
         f"<in-memory: {name}>", scenario.throughput_unit, reference, scenario.description
     )
     invocation = {
-        "api": "harness.functions.compare",
+        "api": "scanbench.functions.compare",
         "isolation": ISOLATION[isolate],
         "tolerance": tolerance.describe(),
         "timing": dataclasses.asdict(timing),
@@ -439,7 +380,7 @@ class Profile:
     row: Any  # pandas.Series: the function's row of `compare`
     record: Record
     dispatches_by_function: Mapping[str, float]
-    diagnosis: tuple[Any, ...]  # harness.diagnosis.Finding, the dominant cost first
+    diagnosis: tuple[Any, ...]  # scanbench.diagnosis.Finding, the dominant cost first
     isolation: str
 
     @property
@@ -464,7 +405,6 @@ class Profile:
 def profile(function: Callable[..., Any], *args: Any, name: str | None = None, **options):
     """`compare` of one function (its own reference: the check is that its output is
     finite and the same after repeated calls), returned as a `Profile`."""
-    from harness.diagnosis import diagnose, facts_of
 
     key = name or getattr(function, "__name__", "function")
     options.setdefault("strategies", {key: options.pop("strategy", "library")})
@@ -485,20 +425,9 @@ def profile(function: Callable[..., Any], *args: Any, name: str | None = None, *
 def report(result: Any, md: str | None = None, html: str | None = None) -> str:
     """The markdown report of a `compare` table or a `Profile` (returned), written to
     ``md`` and, as HTML with plots, to ``html`` when given."""
-    from harness.store import write_text_atomic
-    from reports import html as html_report
-    from reports import markdown as markdown_report
-    from reports.model import build
-
     run = result.attrs["run"] if hasattr(result, "attrs") else None
     if run is None and isinstance(result, Profile):
         raise InputError("report a compare() table; a Profile prints with .text()")
     if run is None:
         raise InputError("report() takes the DataFrame that compare() returned")
-    built = build([run])
-    text = markdown_report.render(built)
-    if md:
-        write_text_atomic(md, text)
-    if html:
-        write_text_atomic(html, html_report.render(built))
-    return text
+    return write_reports([run], (), md, html)

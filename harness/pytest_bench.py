@@ -1,9 +1,9 @@
 """A scenario's backend as a pytest-benchmark test, timed by scanbench's timing loop.
 
 pytest-benchmark times the callable it is given; here that callable is
-`harness.timing.call_and_wait`, so every round waits for the whole output (a JAX backend
+`scanbench.timing.call_and_wait`, so every round waits for the whole output (a JAX backend
 is timed to the moment its result is ready, not to the return of its dispatch). The
-output is checked strictly (`harness.checks`) before and after timing, then one call is
+output is checked strictly (`scanbench.checks`) before and after timing, then one call is
 counted and the per-call counts go to ``extra_info``.
 
 Example (in a test module)::
@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.api import Scenario
-from harness.checks import InputSnapshot, check_again, check_of, checked_error
-from harness.counting import counts_per_call
-from harness.timing import call_and_wait
+from .api import Scenario
+from .checks import InputSnapshot, check_again, check_of, checked_error
+from .environment import device_info
+from .probes.passes import counts_per_call
+from .timing import call_and_wait
 
 
 def benchmark_backend(
@@ -37,8 +38,6 @@ def benchmark_backend(
     """
     import jax
     import pytest
-
-    from harness.environment import device_info
 
     dtype = dtype or scenario.dtypes[0]
     if dtype == "float64":  # process-wide; float32 cells stay float32 with it on

@@ -6,8 +6,8 @@ Installed with scanbench (a ``pytest11`` entry point), so any test can ask for i
         result = scanbench(step, state, inputs)
         assert result.counts["dispatches"] <= 1 and result.counts["h2d"] == 0
 
-It measures one function as `harness.profile` does, through pytest-benchmark's
-``benchmark`` fixture (`harness.pytest_bench.benchmark_backend`: the output checked to be
+It measures one function as `scanbench.profile` does, through pytest-benchmark's
+``benchmark`` fixture (`scanbench.pytest_bench.benchmark_backend`: the output checked to be
 finite and the same after the timed rounds, every round waiting for the result), counts
 one call, and puts the per-call counts in ``benchmark.extra_info`` (``--benchmark-json``
 keeps them). It also adds JAX's versions, backend, devices and x64 flag to
@@ -29,14 +29,15 @@ class Measured:
 
     counts: Mapping[str, float | None]  # dispatches, kernels, launch_equivalent, h2d, ...
     extra_info: Mapping[str, Any]  # what pytest-benchmark stores for this test
-    diagnosis: tuple[Any, ...]  # harness.diagnosis.Finding, from the counts of one call
+    diagnosis: tuple[Any, ...]  # scanbench.diagnosis.Finding, from the counts of one call
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Add what decides a JAX benchmark's speed to pytest-benchmark's machine info."""
+    # here, not at the top: the plugin loads in every pytest run of the environment
     import jax
 
-    from harness.environment import device_info
+    from .environment import device_info
 
     device = device_info()
     machine_info["jax"] = {
@@ -52,9 +53,10 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 @pytest.fixture
 def scanbench(benchmark) -> Callable[..., Measured]:
     """``scanbench(function, *args, name=None, strategy="library") -> Measured``."""
-    from harness.diagnosis import Facts, diagnose
-    from harness.functions import _dtype, scenario_of
-    from harness.pytest_bench import benchmark_backend
+    # here, not at the top: the plugin loads in every pytest run of the environment
+    from .diagnosis import Facts, diagnose
+    from .functions import _dtype, scenario_of
+    from .pytest_bench import benchmark_backend
 
     def measure(
         function: Callable[..., Any], *args: Any, name: str | None = None, strategy="library"

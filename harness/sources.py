@@ -3,36 +3,44 @@
 A *source* is a string naming where a `Scenario` object lives:
 
 - ``package.module:ATTR`` - an attribute of an importable module, e.g.
-  ``scenarios.tridiagonal:SCENARIO``;
+  ``scanbench.scenarios.tridiagonal:SCENARIO``;
 - ``path/to/file.py:ATTR`` - an attribute of a Python file (a user's own workload); the
   path is made absolute when the source is resolved, so a worker started elsewhere loads
-  the same file.
+  the same file;
+- ``path/to/file.pkl:ATTR`` - an entry of a pickled mapping ``{ATTR: Scenario}``
+  (cloudpickle; `write_pickled`): how ``scanbench.compare(..., isolate=True)`` hands the
+  in-memory scenario of a user's functions to the workers, which load it as they load any
+  other source.
 
 The bundled scenarios are listed in a catalogue that is itself reached through a source
-(``scenarios:CATALOGUE``: name -> source), so the harness never imports ``scenarios``
+(``scanbench.scenarios:CATALOGUE``: name -> source), so the harness never imports ``scenarios``
 directly. The parent process resolves what the user named (a catalogue name or a source)
 to a source string; a cell carries that string, and its worker loads exactly it
 (pyperf's worker model).
 
 Example:
     >>> resolve("tridiagonal")
-    'scenarios.tridiagonal:SCENARIO'
+    'scanbench.scenarios.tridiagonal:SCENARIO'
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import importlib.util
+import pickle
 import sys
 import traceback
+import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.api import InputError, Scenario, UnknownNameError
+from .api import InputError, Scenario, UnknownNameError
+from .import_path import import_root, shown
 
-CATALOGUE_SOURCE = "scenarios:CATALOGUE"  # the bundled scenarios: name -> source
+CATALOGUE_SOURCE = "scanbench.scenarios:CATALOGUE"  # the bundled scenarios: name -> source
 DEFAULT_ATTRIBUTE = "SCENARIO"
 
 
@@ -44,7 +52,7 @@ def _split(source: str) -> tuple[str, str]:
     if not target or not attribute.isidentifier():
         raise InputError(
             f"scenario source {source!r}: expected MODULE:ATTR or PATH.py:ATTR, "
-            "e.g. scenarios.tridiagonal:SCENARIO or my_scenario.py:SCENARIO"
+            "e.g. scanbench.scenarios.tridiagonal:SCENARIO or my_scenario.py:SCENARIO"
         )
     return target, attribute
 
@@ -54,10 +62,10 @@ def file_source(path: str | Path, attribute: str = DEFAULT_ATTRIBUTE) -> str:
     return f"{Path(path).resolve()}:{attribute}"
 
 
-def _where_in(source: Path, error: BaseException, shown: str | Path) -> str:
+def _where_in(source: Path, error: BaseException, label: str | Path) -> str:
     """``file:line`` of the deepest frame of ``error``'s traceback inside ``source``."""
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == str(source)]
-    return f"{shown}:{frames[-1].lineno}" if frames else str(shown)
+    return f"{label}:{frames[-1].lineno}" if frames else str(label)
 
 
 def _import_file(path: str) -> Any:
@@ -79,9 +87,70 @@ def _import_file(path: str) -> Any:
     except Exception as error:
         sys.modules.pop(module_name, None)
         raise InputError(
-            f"{_where_in(source, error, path)}: {type(error).__name__}: {error}"
+            f"{_where_in(source, error, path)}: {type(error).__name__}: {error}{_hint(error)}"
         ) from None
     return module
+
+
+# scanbench's import names before 0.2 -> what to import now
+OLD_NAMES = {
+    "harness": "scanbench",
+    "reports": "scanbench.reports",
+    "scenarios": "scanbench.scenarios",
+}
+
+
+def _hint(error: BaseException) -> str:
+    """What to do about a module a scenario file could not import: scanbench's old names
+    say the new one; any other names where imports come from and the two fixes."""
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return ""
+    if error.name in OLD_NAMES:
+        return (
+            f"; {error.name!r} is scanbench's import name before 0.2: import "
+            f"{OLD_NAMES[error.name]!r} instead (e.g. `from scanbench import Scenario`)"
+        )
+    return (
+        f" (user code is imported from {import_root()} first, then PYTHONPATH and the "
+        "installed packages: run scanbench from your project's root, or install the "
+        "package, e.g. `pip install -e .`)"
+    )
+
+
+def write_pickled(scenarios: Mapping[str, Scenario], path: str | Path) -> Path:
+    """Pickle ``{ATTR: scenario}`` (cloudpickle: lambdas and closures included) to
+    ``path``, whose sources are then ``f"{path}:{ATTR}"``.
+
+    Raises:
+        InputError: something in a scenario cannot be pickled (named in the message).
+    """
+    import cloudpickle  # not at the top: only the notebook API's isolate=True needs it
+
+    try:
+        data = cloudpickle.dumps(dict(scenarios))
+    except Exception as error:
+        raise InputError(
+            f"isolate=True: the functions or arguments cannot be pickled "
+            f"({type(error).__name__}: {error}); use isolate=False"
+        ) from None
+    path = Path(path).resolve()
+    path.write_bytes(data)
+    return path
+
+
+def _load_pickled(path: str) -> Any:
+    """The mapping a `write_pickled` file holds, as a namespace of its keys."""
+    import cloudpickle  # noqa: F401 (what the file needs to unpickle)
+
+    try:
+        with open(path, "rb") as handle:
+            return types.SimpleNamespace(**pickle.load(handle))
+    except OSError as error:
+        raise InputError(f"scenario source {path!r}: {error.strerror}") from None
+    except Exception as error:
+        raise InputError(
+            f"scenario source {path!r}: cannot be unpickled ({type(error).__name__}: {error})"
+        ) from None
 
 
 def _import_module(name: str, source: str) -> Any:
@@ -95,7 +164,12 @@ def _import_module(name: str, source: str) -> Any:
 
 def _attribute(source: str) -> Any:
     target, attribute = _split(source)
-    module = _import_file(target) if target.endswith(".py") else _import_module(target, source)
+    if target.endswith(".py"):
+        module = _import_file(target)
+    elif target.endswith(".pkl"):
+        module = _load_pickled(target)
+    else:
+        module = _import_module(target, source)
     if not hasattr(module, attribute):
         raise InputError(f"scenario source {source!r}: {target} defines no {attribute}")
     return getattr(module, attribute)
@@ -107,12 +181,12 @@ def load(source: str) -> Scenario:
 
     Raises:
         InputError: the module or file does not import (``file:line: message`` for a
-            file), or the attribute is missing or not a `harness.api.Scenario`.
+            file), or the attribute is missing or not a `scanbench.api.Scenario`.
     """
     scenario = _attribute(source)
     if not isinstance(scenario, Scenario):
         raise InputError(
-            f"scenario source {source!r} must name a harness.api.Scenario, "
+            f"scenario source {source!r} must name a scanbench.api.Scenario, "
             f"got {type(scenario).__name__}"
         )
     return scenario
@@ -132,11 +206,47 @@ def resolve(name_or_source: str) -> str:
     """
     if name_or_source in catalogue():
         return catalogue()[name_or_source]
-    if ":" not in name_or_source and not name_or_source.endswith(".py"):
+    if ":" not in name_or_source and not name_or_source.endswith((".py", ".pkl")):
         choices = [*catalogue(), "or a source MODULE:ATTR / PATH.py:ATTR"]
         raise UnknownNameError("scenario", name_or_source, choices)
     target, attribute = _split(name_or_source)
-    return file_source(target, attribute) if target.endswith(".py") else name_or_source
+    return file_source(target, attribute) if target.endswith((".py", ".pkl")) else name_or_source
+
+
+def imported_from(source: str) -> dict[str, str]:
+    """Where each top-level module the scenario's code imports was loaded from, as
+    ``{"mylib": "./mylib/__init__.py"}`` (`scanbench.import_path.shown`; the standard
+    library left out): a stale installed copy of the user's package shows up as a path in
+    site-packages. Call it after `load`."""
+    target, _ = _split(source)
+    if target.endswith(".pkl"):
+        return {}
+    if target.endswith(".py"):
+        tree = ast.parse(Path(target).read_text(encoding="utf-8"))
+        names = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        names |= {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+        }
+    else:
+        names = {target}
+    found = {}
+    for name in sorted({name.partition(".")[0] for name in names}):
+        module = sys.modules.get(name)
+        if name in sys.stdlib_module_names or name == "__future__" or module is None:
+            continue
+        location = getattr(module, "__file__", None) or next(
+            iter(getattr(module, "__path__", [])), None
+        )
+        if location:
+            found[name] = shown(location, import_root())
+    return found
 
 
 def shortest(name: str, source: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as scipy_stats
 
-from harness.api import InputError
+from .api import InputError
 
 RESAMPLES = 2000
 
@@ -73,7 +73,7 @@ def summarize_scaled(
     samples: Sequence[float], confidence: float, seed: int, factor: float = 1.0
 ) -> dict[str, float | int | None]:
     """`summarize`, with every time x ``factor`` (samples of part of the work, see
-    `harness.worker`: the statistics stand for the whole call)."""
+    `scanbench.execution.worker`: the statistics stand for the whole call)."""
     stats = summarize(samples, confidence, seed=seed)
     if factor == 1.0:
         return stats

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.api import Record, StoreError
+from .api import Record, StoreError
 
 SCHEMA_VERSION = 1
 
@@ -36,6 +36,8 @@ class ScenarioFacts:
     throughput_unit: str | None
     baseline: str | None  # the backend speedups are reported against
     description: str = ""
+    # where each top-level module the scenario imports came from (scanbench.sources)
+    imports: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -296,7 +298,7 @@ RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
                     and all(_string_or_none(v.get(k)) for k in ("throughput_unit", "baseline"))
                 )
             ),
-            "an object of scenario facts (source, throughput_unit, baseline, description)",
+            "an object of scenario facts (source, throughput_unit, baseline, description, imports)",
         ),
     },
 }

@@ -4,12 +4,12 @@ The cell worker (`repeat`), the gate's baseline worker (`harness/gate/serve.py`:
 the pytest-benchmark tests (`call_and_wait` is the callable they time) and the profile
 command all time a call as *call, then wait for the whole output pytree*
 (``jax.block_until_ready``), so a backend that returns futures is still timed to the
-moment its result is ready. Backends built by `harness.factories` also wait inside
+moment its result is ready. Backends built by `scanbench.factories` also wait inside
 ``run``; this loop does not rely on it.
 
 The clock and the "wait for the result" function are parameters so that the logic is
 tested with a fake clock (as pyperf does) instead of wall-clock asserts. This module
-imports nothing of scanbench but `harness.api`, so `harness/gate/serve.py` can load the
+imports nothing of scanbench but `scanbench.api`, so `harness/gate/serve.py` can load the
 candidate's copy by path inside a baseline checkout.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.api import InputError
+from .api import InputError
 
 Clock = Callable[[], float]
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.api import StoreError
-from harness.store import Run, SchemaVersionError, load_run
+from ..api import StoreError
+from ..store import Run, SchemaVersionError, load_run
 
 
 @dataclasses.dataclass(frozen=True)

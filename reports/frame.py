@@ -22,7 +22,7 @@ Derived columns (all from stored values; nothing is re-measured):
                                     baseline is the scenario's `sequential` backend
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
     diagnosis                       the dominant cost, its evidence and its fix
-                                    (`harness.diagnosis`), for counted, timed cells
+                                    (`scanbench.diagnosis`), for counted, timed cells
     x_roofline                      median / the median of the scenario's roofline kernel
                                     (strategy "roofline": the same work as hand-written
                                     arithmetic alone) in the same run and table; roofline
@@ -39,7 +39,7 @@ Derived columns (all from stored values; nothing is re-measured):
     mem_planned, mem_temp,          XLA's static plan of the largest executable (arguments +
     mem_temporaries                 outputs + temporaries - aliased; temporaries; the
                                     largest temporaries as (instruction, bytes))
-    dispatch_pct, launch_pct,       the time decomposition (`harness.decomposition`):
+    dispatch_pct, launch_pct,       the time decomposition (`scanbench.decomposition`):
     transfer_pct, compile_pct,      counts x unit costs; compile: measured recompilation;
     device_pct, host_pct,           device: measured from the trace; host: the rest;
     remainder_pct                   remainder = device + host (alone in older results)
@@ -57,12 +57,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.counts import Counts
-from harness.decomposition import PARTS
-from harness.diagnosis import Facts, diagnose, facts_of, summary
-from harness.selection import param_suffix
-from harness.statistics import ratio_interval
-from harness.store import Run
+from ..api import param_suffix
+from ..counts import Counts
+from ..decomposition import PARTS
+from ..diagnosis import Facts, diagnose, facts_of, summary
+from ..statistics import ratio_interval
+from ..store import Run
 
 GROUP = ["scenario", "size", "dtype", "device"]
 TIE_CONFIDENCE = 0.95
@@ -125,7 +125,7 @@ MEANINGFUL_MINIMUM_BYTES = 2**20
 
 
 def _memory_columns(counts: Counts) -> dict:
-    """The memory of one call (`harness.probes.memory`), None where not measured."""
+    """The memory of one call (`scanbench.probes.memory`), None where not measured."""
     memory = counts.memory
     measured = memory.get("measured") or {}
     peak, minimum = measured.get("bytes"), memory.get("minimum_bytes")

@@ -15,8 +15,8 @@ import re
 
 import pandas as pd
 
-from reports import plots
-from reports.model import Report, Table
+from . import plots
+from .model import Report, Table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }

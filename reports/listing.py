@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.api import Scenario
+from ..api import Scenario
 
 
 def render(scenarios: Sequence[Scenario]) -> str:

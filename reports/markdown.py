@@ -1,8 +1,9 @@
-"""Markdown report (for terminals, CI summaries and PR comments) of a `reports.model.Report`."""
+"""Markdown report (for terminals, CI summaries and PR comments) of a
+`scanbench.reports.model.Report`."""
 
 from __future__ import annotations
 
-from reports.model import Report
+from .model import Report
 
 
 def _markdown(frame) -> str:

@@ -1,5 +1,6 @@
 """The report model: everything a report shows, built once from stored runs; the
-markdown (`reports.markdown`) and HTML (`reports.html`) renderers only choose the markup.
+markdown (`scanbench.reports.markdown`) and HTML (`scanbench.reports.html`) renderers only choose
+the markup.
 
 Example:
     >>> report = build([load_run("results/run.json")])
@@ -13,11 +14,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.store import Run
-from reports.comparable import Apart, split_comparable
-from reports.frame import records_frame
-from reports.scaling import scaling_tables
-from reports.tables import (
+from ..store import Run
+from .comparable import Apart, split_comparable
+from .frame import records_frame
+from .scaling import scaling_tables
+from .tables import (
     COLUMN_HELP,
     at_a_glance,
     counts_table,
@@ -41,7 +42,7 @@ class Table:
 
     title: str
     scenario: str
-    rows: pd.DataFrame  # every record of the table (rows of `reports.frame`)
+    rows: pd.DataFrame  # every record of the table (rows of `scanbench.reports.frame`)
     ok: pd.DataFrame  # those that ran
     timing: pd.DataFrame | None  # formatted tables, None when nothing ran / was counted
     notes: tuple[str, ...]  # cells measured while disturbed, on part of the work, unwarmed
@@ -62,7 +63,7 @@ class ScalingTable:
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    frame: pd.DataFrame  # the comparable records (`reports.frame.records_frame`)
+    frame: pd.DataFrame  # the comparable records (`scanbench.reports.frame.records_frame`)
     glance: pd.DataFrame
     tables: tuple[Table, ...]
     scaling: tuple[ScalingTable, ...]

@@ -1,7 +1,7 @@
 """matplotlib figures of stored runs; each returns a Figure plus a caption that says what to see.
 
 Figures are built with `matplotlib.figure.Figure` (no pyplot, no global state) from rows of
-`reports.frame.records_frame`. Legends sit outside the axes so they never cover data.
+`scanbench.reports.frame.records_frame`. Legends sit outside the axes so they never cover data.
 """
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
+import json
 
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from reports.tables import format_seconds, number
+from .tables import format_seconds, number
 
 STRATEGY_COLORS = {
     "sequential": "#d62728",
@@ -306,7 +307,8 @@ def devices_side_by_side(rows: pd.DataFrame, title: str) -> Plot | None:
 
 def scaling(rows: pd.DataFrame, title: str) -> Plot | None:
     """Throughput against the number of devices, one line per backend, with the ideal
-    (N x its 1-device throughput) dashed. ``rows``: from `reports.scaling.scaling_rows`."""
+    (N x its 1-device throughput) dashed. ``rows``: from
+    `scanbench.reports.scaling.scaling_rows`."""
     if rows.empty:
         return None
     unit = rows["unit"].iloc[0] or "calls"
@@ -350,8 +352,6 @@ def _labels(ok: pd.DataFrame) -> list[str]:
 def parameter_sweeps(ok: pd.DataFrame, title: str) -> list[Plot]:
     """Median time against a backend parameter (``--param``), one plot per backend and
     parameter measured at two or more values in one run of this table."""
-    import json
-
     plots = []
     swept = ok[ok["params"] != "{}"]
     for (_, name), rows in swept.groupby(["run", "backend_name"], sort=False):

@@ -1,11 +1,11 @@
-"""The text of `scanbench profile`: one traced call's counts (`harness.counts.Counts`), its
+"""The text of `scanbench profile`: one traced call's counts (`scanbench.counts.Counts`), its
 dispatches by function, top kernels, loops, transfers, device-busy share and diagnosis."""
 
 from __future__ import annotations
 
-from harness.counts import Counts
-from harness.diagnosis import Facts, diagnose
-from harness.units import format_seconds
+from ..counts import Counts
+from ..diagnosis import Facts, diagnose
+from ..units import format_seconds
 
 
 def render(counts: Counts, label: str, trace_dir: str, top: int = 10) -> str:

@@ -1,6 +1,6 @@
 """Scaling over devices: the same backend, size and run at several device counts.
 
-Rows of `reports.frame.records_frame` whose run measured one backend at two or more
+Rows of `scanbench.reports.frame.records_frame` whose run measured one backend at two or more
 device counts (``scanbench run --devices 1,2,4,8``). Efficiency = throughput at N devices
 / (N x throughput at 1 device), both from the same run: 1.0 is perfect scaling.
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from reports.tables import format_seconds, number
+from .tables import format_seconds, number
 
 KEYS = ["run", "scenario", "size", "dtype", "device_kind", "backend"]
 

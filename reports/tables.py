@@ -1,6 +1,6 @@
 """The report tables as DataFrames of formatted strings, shared by markdown and HTML.
 
-Each function takes rows of `reports.frame.records_frame` (one table = one scenario, size,
+Each function takes rows of `scanbench.reports.frame.records_frame` (one table = one scenario, size,
 dtype and device) and returns what a reader sees; the renderers only choose the markup.
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from harness.store import Run
-from harness.units import format_duration, format_seconds, number
-from reports.frame import GROUP
+from ..store import Run
+from ..units import format_duration, format_seconds, number
+from .frame import GROUP
 
 
 def _missing(value) -> bool:
@@ -241,7 +241,7 @@ TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / minimum above which a note names
 
 def memory_notes(ok: pd.DataFrame) -> list[str]:
     """Cells whose XLA temporaries are at least half the work's minimum (where the minimum
-    means something: `reports.frame.MEANINGFUL_MINIMUM_BYTES`), naming the largest: what
+    means something: `scanbench.reports.frame.MEANINGFUL_MINIMUM_BYTES`), naming the largest: what
     a layout or a fusion could save."""
     notes = []
     for row in ok.itertuples():
@@ -300,12 +300,16 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
             f"XLA_FLAGS={env.get('xla_flags') or '(none)'}, commit {env.get('git_commit')}, "
             f"{env.get('timestamp', '?')}"
         )
+        for name, facts in run.scenarios.items():
+            if facts.imports:
+                where = ", ".join(f"{module} -> {path}" for module, path in facts.imports.items())
+                lines.append(f"run {index}: scenario {name} imported {where}")
         at_once = max((r.extra.get("cells_at_once", 1) for r in run.records), default=1)
         if at_once > 1:
             lines.append(
-                f"run {index}: {at_once} cells at a time (harness.overlap): a cell imported, "
-                "compiled and checked its first call while another cell's worker ran too, so "
-                "its *compile* may be slower than alone; its sampling and counting ran with "
+                f"run {index}: {at_once} cells at a time: a cell imported, compiled and "
+                "checked its first call while another cell's worker ran too, so its "
+                "*compile* may be slower than alone; its sampling and counting ran with "
                 "every other worker stopped (`scanbench run --no-overlap`: one at a time)"
             )
     return lines

@@ -1,12 +1,13 @@
-"""Bundled scenarios, each written against the public ``harness.api`` only.
+"""Bundled scenarios, each written as a user's scenario file is: against the public
+``scanbench`` namespace only (``from scanbench import Scenario, jax_backend, ...``).
 
 ``CATALOGUE`` lists them, name -> source (``module:ATTR``); the harness reaches it through
-the source ``scenarios:CATALOGUE`` (`harness.sources`), so importing this package imports
-no scenario: each loads only when a cell names it.
+the source ``scanbench.scenarios:CATALOGUE`` (`scanbench.sources`), so importing this
+package imports no scenario: each loads only when a cell names it.
 """
 
 CATALOGUE = {
-    "tridiagonal": "scenarios.tridiagonal:SCENARIO",
-    "mppi_tuning": "scenarios.mppi_tuning:SCENARIO",
-    "mppi_tuning_cartpole": "scenarios.mppi_tuning:CARTPOLE_SCENARIO",
+    "tridiagonal": "scanbench.scenarios.tridiagonal:SCENARIO",
+    "mppi_tuning": "scanbench.scenarios.mppi_tuning:SCENARIO",
+    "mppi_tuning_cartpole": "scanbench.scenarios.mppi_tuning:CARTPOLE_SCENARIO",
 }

@@ -8,7 +8,7 @@ import os
 import jax
 import pytest
 
-from harness.sources import catalogue, load
+from scanbench.sources import catalogue, load
 
 # float64 cells need 64-bit JAX; float32 cells must stay float32 with it on (the check
 # rejects a silently promoted result), so one process-wide setting serves both.

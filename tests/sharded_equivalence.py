@@ -11,10 +11,10 @@ os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 import jax
 import numpy as np
 
-from harness.sharding.placement import mesh_1d
-from scenarios.mppi_tuning.objective import episode_keys, evaluate_population
-from scenarios.mppi_tuning.problem import make_inputs, sizes
-from scenarios.mppi_tuning.sharded import AXIS, sharded_evaluate
+from scanbench.scenarios.mppi_tuning.objective import episode_keys, evaluate_population
+from scanbench.scenarios.mppi_tuning.problem import make_inputs, sizes
+from scanbench.scenarios.mppi_tuning.sharded import AXIS, sharded_evaluate
+from scanbench.sharding.placement import mesh_1d
 
 config = make_inputs(sizes("pendulum")["smoke"], 0, "float32").config
 keys = episode_keys(jax.random.key_data(jax.random.key(3)), config.episodes)

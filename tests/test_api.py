@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from harness.api import Backend, InputError, Record, Scenario, Size, Strategy, UnknownNameError
-from scenarios.tridiagonal import SCENARIO
+from scanbench.api import Backend, InputError, Record, Scenario, Size, Strategy, UnknownNameError
+from scanbench.scenarios.tridiagonal import SCENARIO
 
 
 def test_size_is_frozen_and_names_missing_parameters():

@@ -9,8 +9,8 @@ from __future__ import annotations
 import jax
 import pytest
 
-from harness.checks import check_of
-from harness.worker import reduced_size
+from scanbench.checks import check_of
+from scanbench.execution.worker import reduced_size
 from tests.conftest import scenario_case
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.heartbeat import Beacon, heartbeat, read_phase
-from harness.selection import Cell
-from harness.store import Run
-from harness.timing import TimingConfig
-from harness.units import format_duration
-from harness.worker import run_cell
-from reports.frame import records_frame
-from reports.markdown import render as render_markdown
-from reports.model import build
+from scanbench.execution.cells import Cell
+from scanbench.execution.heartbeat import Beacon, heartbeat, read_phase
+from scanbench.execution.worker import run_cell
+from scanbench.reports.frame import records_frame
+from scanbench.reports.markdown import render as render_markdown
+from scanbench.reports.model import build
+from scanbench.store import Run
+from scanbench.timing import TimingConfig
+from scanbench.units import format_duration
 from tests.scenario_files.steps import COMPILE_S, STEP_S
 
 STEPS = str(Path(__file__).parent / "scenario_files" / "steps.py")
@@ -168,7 +168,7 @@ def test_durations_read_as_wall_clock(seconds, text):
 
 
 def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
-    from harness.launcher import run_cells
+    from scanbench.execution.launcher import run_cells
 
     def run_one(cell, emit):
         emit("  ... heartbeat")
@@ -182,9 +182,9 @@ def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
 
 
 def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
-    from harness.cli import main
-    from harness.runner import Plan
-    from harness.store import load_run
+    from scanbench.cli.main import main
+    from scanbench.execution.runner import Plan
+    from scanbench.store import load_run
 
     out = tmp_path / "parts.json"
     argv = ["run", "--scenario-file", STEPS, "--backend", "sleepy-jax", "--size", "four"]
@@ -199,7 +199,7 @@ def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
 
 
 def test_counts_only_cells_run_side_by_side_and_come_back_in_order(capsys):
-    from harness.launcher import count_cells
+    from scanbench.execution.launcher import count_cells
 
     cells = [_cell("sleepy-jax", "four"), _cell("quick"), _cell("sleepy-jax", "default")]
     records = count_cells(cells, timeout_s=120, jobs=2)
@@ -210,7 +210,7 @@ def test_counts_only_cells_run_side_by_side_and_come_back_in_order(capsys):
 
 
 def test_count_parts_without_probes_is_refused_in_one_line(tmp_path, capsys):
-    from harness.cli import main
+    from scanbench.cli.main import main
 
     argv = ["run", "--scenario-file", STEPS, "--count-parts", "--no-probes"]
     assert main([*argv, "--out", str(tmp_path / "r.json")]) == 2

@@ -4,7 +4,7 @@
 loop before a device computation, one that only transfers (a 64 MiB ``device_put`` per
 call) and one that only dispatches (2000 trivial jitted calls). Each is decomposed as the
 runner decomposes a cell (the timed median, the counting pass with its trace, unit costs
-from `harness.probes.overheads`), and each known part must come out within 10% of its
+from `scanbench.probes.overheads`), and each known part must come out within 10% of its
 known share of the median.
 
 On this shared VM the same 64 MiB ``device_put`` takes 54-73 ms from one second to the
@@ -27,17 +27,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.counting import count_cell
-from harness.counts import Counts
-from harness.decomposition import PARTS, decompose
-from harness.probes.overheads import (
+from scanbench.counts import Counts
+from scanbench.decomposition import PARTS, decompose
+from scanbench.probes.overheads import (
     argument_costs,
     dispatch_costs,
     launch_cost,
     profiler_event_cost,
     transfer_costs,
 )
-from harness.timing import call_and_wait, time_call
+from scanbench.probes.passes import count_cell
+from scanbench.timing import call_and_wait, time_call
 
 COMPOSED = str(Path(__file__).parent / "scenario_files" / "composed.py")
 _spec = importlib.util.spec_from_file_location("composed_for_decomposition", COMPOSED)

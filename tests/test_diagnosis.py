@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.diagnosis import DOMINANT, GPU_LAUNCH_S, Cost, Facts, diagnose, summary
+from scanbench.diagnosis import DOMINANT, GPU_LAUNCH_S, Cost, Facts, diagnose, summary
 
 COSTS = {"dispatch_queued_s": 11e-6, "kernel_launch_s": 40e-9}
 
@@ -167,8 +167,8 @@ def test_stored_tdma_cells_are_diagnosed_as_the_issue_describes():
     loop at smoke is dispatch-bound."""
     from pathlib import Path
 
-    from harness.store import load_run
-    from reports.frame import records_frame
+    from scanbench.reports.frame import records_frame
+    from scanbench.store import load_run
 
     frame = records_frame([load_run(Path(__file__).parent / "data" / "tdma.json")])
     rows = frame.set_index(["size", "backend"])["diagnosis"]
@@ -182,9 +182,9 @@ def counted(scenario_name: str, backend_name: str, dtype: str):
     restored)."""
     import jax
 
-    from harness.counting import counts_per_call
-    from harness.environment import device_info
-    from harness.timing import call_and_wait
+    from scanbench.environment import device_info
+    from scanbench.probes.passes import counts_per_call
+    from scanbench.timing import call_and_wait
     from tests.conftest import bundled
 
     x64 = jax.config.jax_enable_x64

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.api import HarnessError, InputError
-from harness.cli import main
-from harness.gate.compare import FASTER, SAME, SLOWER, CellComparison, _by_kind
-from harness.gate.environments import (
+from scanbench.api import HarnessError, InputError
+from scanbench.cli.main import main
+from scanbench.gate.compare import FASTER, SAME, SLOWER, CellComparison, _by_kind
+from scanbench.gate.environments import (
     Environment,
     parse_assignments,
     probe,
     requirement_venv,
     venv_path,
 )
-from harness.gate.interleave import CANDIDATE_ROOT
-from harness.gate.render import comparison_markdown
+from scanbench.gate.interleave import CANDIDATE_ROOT
+from scanbench.gate.render import comparison_markdown
 
 NO_FUSION = "XLA_FLAGS=--xla_disable_hlo_passes=fusion"
 
@@ -90,7 +90,7 @@ def test_a_side_that_cannot_import_jax_or_is_too_old_fails_clearly(tmp_path):
     old = tmp_path / "old"
     old.write_text(
         '#!/bin/sh\necho \'{"jax": "0.4.31", "jaxlib": "0.4.31", "python": "3.11", '
-        f'"harness": "{CANDIDATE_ROOT / "harness" / "__init__.py"}"}}\'\n'
+        f'"scanbench": "{CANDIDATE_ROOT / "harness" / "__init__.py"}"}}\'\n'
     )
     old.chmod(0o755)
     with pytest.raises(HarnessError, match=r"jax 0.4.31 is older than the project supports"):
@@ -122,9 +122,11 @@ def test_counts_differences_are_read_by_kind_and_rendered():
 
 def test_requirement_venvs_are_cached_by_interpreter_and_requirements(tmp_path, monkeypatch):
     monkeypatch.setenv("SCANBENCH_CACHE", str(tmp_path))
-    first = venv_path(["jax==0.10.0", "jaxlib==0.10.0"])
-    assert first == venv_path(["jaxlib==0.10.0", "jax==0.10.0"])  # order does not matter
-    assert first != venv_path(["jax==0.10.1"])
+    first = venv_path(["jax==0.10.0", "jaxlib==0.10.0"], CANDIDATE_ROOT)
+    assert first == venv_path(
+        ["jaxlib==0.10.0", "jax==0.10.0"], CANDIDATE_ROOT
+    )  # order does not matter
+    assert first != venv_path(["jax==0.10.1"], CANDIDATE_ROOT)
     assert first.parent == tmp_path / "venvs"
     with pytest.raises(HarnessError, match="could not build the venv"):
         requirement_venv(["this-package-does-not-exist-scanbench==0"], CANDIDATE_ROOT)
@@ -134,7 +136,7 @@ def test_requirement_venvs_are_cached_by_interpreter_and_requirements(tmp_path, 
 def test_two_jax_versions_on_a_tdma_and_an_mppi_cell(tmp_path, quick_gates):
     """jax 0.10.0 (B) against the installed one (A). Building the 0.10.0 venv takes ~3 min
     and PyPI: it runs when the venv is cached or SCANBENCH_BUILD_VENVS=1."""
-    cached = (venv_path(list(OLDER_JAX)) / "bin" / "python").exists()
+    cached = (venv_path(list(OLDER_JAX), CANDIDATE_ROOT) / "bin" / "python").exists()
     if not cached and not os.environ.get("SCANBENCH_BUILD_VENVS"):
         pytest.skip("the jax 0.10.0 venv is not cached; SCANBENCH_BUILD_VENVS=1 builds it (~3 min)")
     md = tmp_path / "versions.md"

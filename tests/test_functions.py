@@ -1,4 +1,4 @@
-"""The Python API (`harness.compare`, `profile`, `report`) and the `scanbench` pytest
+"""The Python API (`scanbench.compare`, `profile`, `report`) and the `scanbench` pytest
 fixture: a user's own functions, measured as the harness measures its backends."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness import compare, profile, report
-from harness.api import InputError
-from harness.diagnosis import Cost
-from harness.timing import TimingConfig
+from scanbench import compare, profile, report
+from scanbench.api import InputError
+from scanbench.diagnosis import Cost
+from scanbench.timing import TimingConfig
 from tests.conftest import outer_pytest_free
 
 ROOT = Path(__file__).parent.parent

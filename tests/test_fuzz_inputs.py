@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
+from scanbench.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 BASE = json.loads((DATA / "toy-failed.json").read_text())
-GATES = Path(__file__).parent.parent / "benchmarks" / "gates.toml"
+GATES = Path(__file__).parent.parent / "gate" / "gates.toml"
 
 FIELDS = [  # paths into a results file that reports and the gate read
     ("records", 0, "stats", "median"),
@@ -116,8 +116,8 @@ SETTINGS = ["blocks", "samples_per_block", "delta", "floor_s", "confidence", "bl
 def test_gate_settings_are_validated(key, value, tmp_path_factory):
     import tomli_w
 
-    from harness.api import HarnessError
-    from harness.gate.rules import load_gates
+    from scanbench.api import HarnessError
+    from scanbench.gate.rules import load_gates
 
     path = tmp_path_factory.mktemp("gates") / "gates.toml"
     try:

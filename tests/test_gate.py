@@ -11,19 +11,19 @@ import numpy as np
 import pytest
 import tomli_w
 
-from harness.api import InputError, UnknownNameError
-from harness.cli import main
-from harness.gate.command import calibrate
-from harness.gate.decide import (
+from scanbench.api import InputError, UnknownNameError
+from scanbench.cli.main import main
+from scanbench.gate.command import calibrate
+from scanbench.gate.decide import (
     check_counts,
     count_expectation,
     decide_invariant,
     paired_decision,
 )
-from harness.gate.interleave import SIDES, interleaved_blocks, schedule
-from harness.gate.render import calibration_markdown, describe, markdown
-from harness.gate.rules import Invariant, load_count_rules, load_gates
-from harness.store import load_run, write_run
+from scanbench.gate.interleave import SIDES, interleaved_blocks, schedule
+from scanbench.gate.render import calibration_markdown, describe, markdown
+from scanbench.gate.rules import Invariant, load_count_rules, load_gates
+from scanbench.store import load_run, write_run
 
 DATA = Path(__file__).parent / "data"
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
@@ -240,7 +240,7 @@ def test_cli_exit_codes_and_markdown(tmp_path, capsys):
 
 
 def test_markdown_lists_failures_first():
-    from harness.gate.decide import Kind, Outcome, Verdict
+    from scanbench.gate.decide import Kind, Outcome, Verdict
 
     ok = Verdict(Kind.COUNT, "a", Outcome.PASS, reason="ok")
     text = markdown([ok, Verdict(Kind.INVARIANT, "b", Outcome.FAIL, reason="x|y")])
@@ -277,7 +277,7 @@ def test_counts_file_round_trip_keeps_breakdowns(tmp_path):
 
 
 def test_blocks_are_shared_round_robin_between_worker_pairs():
-    from harness.gate.interleave import _round_robin
+    from scanbench.gate.interleave import _round_robin
 
     class Fake:
         def __init__(self, name):

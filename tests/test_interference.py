@@ -9,11 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.gate.decide import check_invariants, paired_decision
-from harness.gate.interleave import samples_per_block
-from harness.gate.render import describe
-from harness.gate.rules import Invariant, Settings
-from harness.interference import (
+from scanbench.execution.interference import (
     FAST_EVERY_S,
     MIN_LOAD_SAMPLES,
     PROBE_DRIFT,
@@ -24,11 +20,15 @@ from harness.interference import (
     running_threads,
     sample_load,
 )
-from harness.store import Run, load_run
-from reports import markdown
-from reports.frame import records_frame
-from reports.model import build
-from reports.tables import at_a_glance
+from scanbench.gate.decide import check_invariants, paired_decision
+from scanbench.gate.interleave import samples_per_block
+from scanbench.gate.render import describe
+from scanbench.gate.rules import Invariant, Settings
+from scanbench.reports import markdown
+from scanbench.reports.frame import records_frame
+from scanbench.reports.model import build
+from scanbench.reports.tables import at_a_glance
+from scanbench.store import Run, load_run
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,12 +8,12 @@ import dataclasses
 import jax
 import pytest
 
-from harness.api import InputError, Size
-from harness.counting import counts_per_call
-from harness.counts import Counts
-from harness.environment import device_info
-from harness.linear_counts import extrapolate, linear_counts
-from harness.timing import call_and_wait
+from scanbench.api import InputError, Size
+from scanbench.counts import Counts
+from scanbench.environment import device_info
+from scanbench.probes.extrapolation import extrapolate, linear_counts
+from scanbench.probes.passes import counts_per_call
+from scanbench.timing import call_and_wait
 
 
 def point(g: int) -> dict:
@@ -72,7 +72,7 @@ def test_durations_are_extrapolated_without_the_exactness_check():
 
 
 def test_count_along_must_name_an_integer_size_parameter():
-    from scenarios.mppi_tuning import SCENARIO
+    from scanbench.scenarios.mppi_tuning import SCENARIO
 
     with pytest.raises(InputError, match="count_along='samples_typo'"):
         dataclasses.replace(SCENARIO, count_along="samples_typo")
@@ -82,7 +82,7 @@ def test_count_along_must_name_an_integer_size_parameter():
 def mppi_g6():
     """The pendulum tuning scenario at smoke size with 6 generations (above 4: counted
     at 2, 3, 4 and extrapolated)."""
-    from scenarios.mppi_tuning import SCENARIO
+    from scanbench.scenarios.mppi_tuning import SCENARIO
 
     smoke = SCENARIO.size("smoke")
     size = Size("smoke-g6", {**smoke.params, "generations": 6})
@@ -132,7 +132,7 @@ def test_sequential_dispatches_match_a_hand_count(mppi_g6):
 @pytest.mark.parametrize("backend", ["scanned", "sharded"])
 def test_at_default_a_scanned_tuning_run_is_one_dispatch_counted_directly(backend):
     """At `default` (G = 4, not above 4) the call is counted directly: exact, no parts."""
-    from scenarios.mppi_tuning import SCENARIO
+    from scanbench.scenarios.mppi_tuning import SCENARIO
 
     size = SCENARIO.size("default")
     assert size["generations"] == 4
@@ -145,16 +145,18 @@ def test_at_default_a_scanned_tuning_run_is_one_dispatch_counted_directly(backen
 def test_a_cell_prepared_for_counting_is_traced_once_after_an_untraced_call(monkeypatch):
     """Prepared afresh (a cell timed on part of its work), a backend that compiles on its
     first call is called once untraced, then traced once: its counts are a warm call's."""
-    import harness.counting
+    import scanbench.probes.passes
 
     traced = []
-    count_cell = harness.counting.count_cell
+    count_cell = scanbench.probes.passes.count_cell
     monkeypatch.setattr(
-        harness.counting, "count_cell", lambda *a, **k: traced.append(1) or count_cell(*a, **k)
+        scanbench.probes.passes,
+        "count_cell",
+        lambda *a, **k: traced.append(1) or count_cell(*a, **k),
     )
     import jax.numpy as jnp
 
-    from harness.api import Backend, Strategy
+    from scanbench.api import Backend, Strategy
     from tests.scenario_files.steps import SCENARIO as STEPS
 
     calls = []

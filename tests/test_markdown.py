@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from harness.api import Record
-from harness.store import Run
-from harness.units import format_seconds
-from reports.markdown import render
-from reports.model import build
+from scanbench.api import Record
+from scanbench.reports.markdown import render
+from scanbench.reports.model import build
+from scanbench.store import Run
+from scanbench.units import format_seconds
 
 
 def record(backend, status="ok", median=None, error=None):

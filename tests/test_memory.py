@@ -7,21 +7,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.counting import counts_per_call
-from harness.environment import device_info
-from harness.probes import memory
-from harness.probes.buffer_assignment import fields, temporaries
-from harness.probes.gpu import device_peak
-from harness.probes.memory import (
+from scanbench.environment import device_info
+from scanbench.execution.cells import Cell
+from scanbench.execution.worker import run_cell
+from scanbench.probes import memory
+from scanbench.probes.buffer_assignment import fields, temporaries
+from scanbench.probes.gpu import device_peak
+from scanbench.probes.memory import (
     MeasuredPeak,
     _status_bytes,
     rss_peak,
     static_plan,
     tree_nbytes,
 )
-from harness.selection import Cell
-from harness.timing import TimingConfig, call_and_wait
-from harness.worker import run_cell
+from scanbench.probes.passes import counts_per_call
+from scanbench.timing import TimingConfig, call_and_wait
 from tests.conftest import bundled
 from tests.scenario_files.allocates import TEMPORARY_BYTES
 
@@ -182,12 +182,12 @@ def test_tree_nbytes_counts_array_leaves():
 
 
 def test_reports_show_memory_beside_time(allocates_records):
-    from harness.store import Run
-    from reports.frame import records_frame
-    from reports.html import render as render_html
-    from reports.markdown import render as render_markdown
-    from reports.model import build
-    from reports.plots import memory_vs_size
+    from scanbench.reports.frame import records_frame
+    from scanbench.reports.html import render as render_html
+    from scanbench.reports.markdown import render as render_markdown
+    from scanbench.reports.model import build
+    from scanbench.reports.plots import memory_vs_size
+    from scanbench.store import Run
 
     records = list(allocates_records.values())
     run = Run({}, {"throughput_units": {"allocates": "elements"}}, records)

@@ -10,31 +10,31 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.api import InputError, Size, UnknownNameError
-from harness.probes.trace import trace_calls
-from scenarios.mppi_tuning import numba_lanes, numba_mppi
-from scenarios.mppi_tuning.cma_loops import tune_with_cma
-from scenarios.mppi_tuning.controller import (
+from scanbench.api import InputError, Size, UnknownNameError
+from scanbench.probes.trace import trace_calls
+from scanbench.scenarios.mppi_tuning import numba_lanes, numba_mppi
+from scanbench.scenarios.mppi_tuning.cma_loops import tune_with_cma
+from scanbench.scenarios.mppi_tuning.controller import (
     LOG_LOWER,
     LOG_UPPER,
     Config,
     check_bounds,
     params_from_candidate,
 )
-from scenarios.mppi_tuning.jax_loops import (
+from scanbench.scenarios.mppi_tuning.jax_loops import (
     ConfigHolder,
     _sequential_evaluate,
     _sequential_prepare,
     tune_scanned,
 )
-from scenarios.mppi_tuning.objective import (
+from scanbench.scenarios.mppi_tuning.objective import (
     episode_cost,
     episode_keys,
     episode_noise,
     evaluate_population,
     generation_key,
 )
-from scenarios.mppi_tuning.problem import MppiInputs
+from scanbench.scenarios.mppi_tuning.problem import MppiInputs
 from tests.conftest import bundled
 
 SCENARIOS = ["mppi_tuning", "mppi_tuning_cartpole"]
@@ -90,7 +90,7 @@ def test_sincos_is_float32_accurate_in_jax_and_numba():
     (the compilers contract different multiply-adds)."""
     import numba
 
-    from scenarios.mppi_tuning.systems import sincos
+    from scanbench.scenarios.mppi_tuning.systems import sincos
 
     x = np.linspace(-200.0, 200.0, 200_001).astype(np.float32)
     sin, cos = (np.asarray(v, np.float64) for v in jax.jit(sincos)(jnp.asarray(x)))
@@ -111,8 +111,8 @@ def test_sincos_is_float32_accurate_in_jax_and_numba():
 def test_the_roofline_does_the_scenarios_work_and_checks_its_arithmetic(scenario_name):
     """The roofline kernel runs P x G x E x S batches of K rollouts (the scenario's
     dynamics steps), each equal to the JAX rollouts; a wrong one fails its check."""
-    from harness.api import MismatchError
-    from harness.checks import check_of
+    from scanbench.api import MismatchError
+    from scanbench.checks import check_of
 
     scenario = bundled(scenario_name)
     size = scenario.size("smoke")
@@ -283,7 +283,7 @@ def test_candidates_are_clipped_to_the_bounds():
     ],
 )
 def test_check_bounds_the_typical_and_the_worst_generation(scale_per_generation, message):
-    from harness.api import MismatchError
+    from scanbench.api import MismatchError
     from tests.conftest import scenario_case
 
     scenario, size, inputs, expected = scenario_case("mppi_tuning", "float32")
@@ -305,9 +305,9 @@ def test_loading_an_mppi_scenario_leaves_numba_unimported():
 
     code = (
         "import sys\n"
-        "from harness.sources import load\n"
-        "for source in ('scenarios.mppi_tuning:SCENARIO', "
-        "'scenarios.mppi_tuning:CARTPOLE_SCENARIO'):\n"
+        "from scanbench.sources import load\n"
+        "for source in ('scanbench.scenarios.mppi_tuning:SCENARIO', "
+        "'scanbench.scenarios.mppi_tuning:CARTPOLE_SCENARIO'):\n"
         "    load(source)\n"
         "print('numba' in sys.modules)\n"
     )

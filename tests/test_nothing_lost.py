@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.journal import journal_path, read_journal
-from harness.store import load_run
+from scanbench.cli.main import main
+from scanbench.execution.journal import journal_path, read_journal
+from scanbench.store import load_run
 
 ROOT = Path(__file__).parent.parent
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
 
 
 def scanbench(*args: str, **kwargs) -> subprocess.Popen:
-    command = [sys.executable, "-m", "harness.cli", *args]
+    command = [sys.executable, "-m", "scanbench.cli.main", *args]
     return subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
     )
@@ -61,8 +61,8 @@ def wait_for_records(journal: Path, count: int, timeout_s: float = 120) -> None:
 )
 def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code, overlap):
     """One cell at a time: `good` saved, `hang` running, `delayed` not started. Two at a
-    time (`harness.overlap`): `good` and `hang` start together; the signal stops `hang`'s
-    worker from the runner's thread pool and nothing it ended is saved."""
+    time (`scanbench.execution.overlap`): `good` and `hang` start together; the signal stops
+    `hang`'s worker from the runner's thread pool and nothing it ended is saved."""
     out = tmp_path / "run.json"
     backends = ["good", "hang"] if overlap else ["good", "hang", "delayed"]
     extra = () if overlap else ("--no-overlap",)
@@ -121,7 +121,7 @@ def test_a_killed_run_takes_its_worker_and_temp_folder_with_it(tmp_path):
     (folder,) = temp.glob("scanbench-cell-*")
     time.sleep(1.0)  # the worker has started
     workers = subprocess.run(
-        ["pgrep", "-f", f"harness.worker cell {folder}"], capture_output=True, text=True
+        ["pgrep", "-f", f"scanbench.execution.worker cell {folder}"], capture_output=True, text=True
     ).stdout.split()
     assert workers, "no worker found"
     process.kill()
@@ -223,8 +223,8 @@ def test_a_signal_whose_exception_was_swallowed_still_stops_the_run():
     after-fork hook while a worker starts: seen once as 'Exception ignored in:
     _releaseLock', and the run went on) is raised right after the worker starts, and the
     worker is stopped."""
-    from harness.interrupts import Interrupted, signals_raise
-    from harness.processes import run_worker_process
+    from scanbench.execution.interrupts import Interrupted, signals_raise
+    from scanbench.execution.processes import run_worker_process
 
     with signals_raise():
         handler = signal.getsignal(signal.SIGINT)
@@ -241,12 +241,12 @@ def test_a_signal_whose_exception_was_swallowed_still_stops_the_run():
 
 
 def test_a_worker_leaves_a_multi_process_run_before_skipping_the_teardown(monkeypatch):
-    """`harness.worker.leave` exits with ``os._exit`` (its result is already on disk), but
-    first shuts the multi-process run down, as JAX's own exit hook would."""
+    """`scanbench.execution.worker.leave` exits with ``os._exit`` (its result is already on disk),
+    but first shuts the multi-process run down, as JAX's own exit hook would."""
     import jax
 
-    import harness.worker as worker
-    from harness.sharding.distributed import COORDINATOR
+    import scanbench.execution.worker as worker
+    from scanbench.sharding.distributed import COORDINATOR
 
     calls: list = []
 

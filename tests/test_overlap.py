@@ -1,5 +1,5 @@
-"""Two cells at once, timed alone (`harness.overlap`): while one worker holds the machine
-the other is stopped, its pauses are left out of its compile time and its timeout, and
+"""Two cells at once, timed alone (`scanbench.execution.overlap`): while one worker holds the
+machine the other is stopped, its pauses are left out of its compile time and its timeout, and
 the quiet worker's interference sees nobody else."""
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.heartbeat import Beacon
-from harness.interference import FAST_EVERY_S
-from harness.launcher import measuring, run_cells
-from harness.overlap import Machine, cells_at_once, run_worker
-from harness.quiet_link import PAUSED_STAGE, WAITING_STAGE, Pauses, paused_within
-from harness.selection import Cell
-from harness.timing import TimingConfig
+from scanbench.execution.cells import Cell
+from scanbench.execution.heartbeat import Beacon
+from scanbench.execution.interference import FAST_EVERY_S
+from scanbench.execution.launcher import measuring, run_cells
+from scanbench.execution.overlap import Machine, cells_at_once, run_worker
+from scanbench.execution.quiet_link import Pauses, paused_within
+from scanbench.stages import PAUSED_STAGE, WAITING_STAGE
+from scanbench.timing import TimingConfig
 from tests.scenario_files.overlapping import COMPILE_CPU_S, COMPILING_TASK
 
 OVERLAPPING = str(Path(__file__).parent / "scenario_files" / "overlapping.py")
@@ -27,7 +28,7 @@ OVERLAPPING = str(Path(__file__).parent / "scenario_files" / "overlapping.py")
 # two of its loop turns (a stop shows as one) and the pauses the runner wrote for it.
 SPINNER = """
 import json, os, sys, time
-from harness.quiet_link import Pauses
+from scanbench.execution.quiet_link import Pauses
 cpu_s, out = float(sys.argv[1]), sys.argv[2]
 start, last, gap = time.monotonic(), time.monotonic(), 0.0
 begin = time.thread_time()
@@ -41,7 +42,7 @@ json.dump({"gap": gap, "paused": Pauses.from_environ().between(start, end)}, ope
 # A worker that asks for the machine, holds it HOLD_S, and gives it back.
 HOLDER = """
 import sys, time
-from harness.quiet_link import QuietLink
+from scanbench.execution.quiet_link import QuietLink
 time.sleep(float(sys.argv[1]))
 link = QuietLink.from_environ()
 link.acquire()
@@ -115,7 +116,7 @@ def test_a_new_worker_waits_while_another_holds_the_machine(tmp_path):
 # monotonic clock is the machine's), holds it HOLD_S and gives it back.
 NOTING_HOLDER = """
 import sys, time
-from harness.quiet_link import QuietLink
+from scanbench.execution.quiet_link import QuietLink
 link = QuietLink.from_environ()
 link.acquire()
 print("granted", time.monotonic(), file=sys.stderr)
@@ -247,10 +248,11 @@ def _env() -> dict[str, str]:
 
 
 def test_only_the_counted_calls_hold_the_machine():
-    """A cell counted at 2, 3 and 4 steps (`harness.linear_counts`) prepares each size
+    """A cell counted at 2, 3 and 4 steps (`scanbench.probes.extrapolation`) prepares each size
     and calls it once untimed without the machine; it holds it for each counted call."""
-    from harness.counting import COUNTING, PREPARING
-    from harness.worker import run_cell
+    from scanbench.execution.worker import run_cell
+    from scanbench.stages import COUNTING_STAGE as COUNTING
+    from scanbench.stages import PREPARING_STAGE as PREPARING
     from tests.test_budget import BUDGET, _cell
 
     link = RecordingLink()
@@ -269,10 +271,10 @@ def test_only_the_counted_calls_hold_the_machine():
 def test_reports_say_when_cells_ran_two_at_a_time(at_once):
     import dataclasses
 
-    from harness.store import Run
-    from harness.worker import run_cell
-    from reports.markdown import render
-    from reports.model import build
+    from scanbench.execution.worker import run_cell
+    from scanbench.reports.markdown import render
+    from scanbench.reports.model import build
+    from scanbench.store import Run
     from tests.test_budget import BUDGET, _cell
 
     record = run_cell(_cell("quick"), BUDGET, probes=False)
@@ -286,7 +288,7 @@ def test_giving_the_machine_back_waits_for_the_closing_probes():
     calibration probe first, which must not run beside the worker's next stage)."""
     import os
 
-    from harness.quiet_link import QuietLink
+    from scanbench.execution.quiet_link import QuietLink
 
     request_r, request_w = os.pipe()
     grant_r, grant_w = os.pipe()
@@ -308,8 +310,8 @@ def test_a_stopped_worker_is_said_to_be_stopped(tmp_path):
     import signal
     import subprocess
 
-    from harness.heartbeat import heartbeat
-    from harness.overlap import is_stopped
+    from scanbench.execution.heartbeat import heartbeat
+    from scanbench.execution.overlap import is_stopped
 
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -335,10 +337,10 @@ def test_a_stopped_worker_is_said_to_be_stopped(tmp_path):
 # A stand-in runner: starts a cell worker as the Machine does, stops it, then sleeps.
 MINI_RUNNER = """
 import os, signal, sys, time
-from harness.processes import start_worker
+from scanbench.execution.processes import start_worker
 folder = sys.argv[1]
 spec, out = folder + "/spec.json", folder + "/record.json"
-command = [sys.executable, "-m", "harness.worker", "cell", spec, out]
+command = [sys.executable, "-m", "scanbench.execution.worker", "cell", spec, out]
 worker = start_worker(command, dict(os.environ), death_signal=signal.SIGCONT)
 print(worker.pid, flush=True)
 time.sleep(3)  # past the worker's start-up, into its (hanging) cell
@@ -354,8 +356,8 @@ def test_a_stopped_worker_whose_run_is_killed_exits_and_cleans_up(tmp_path):
     folder and exits (with SIGTERM, as before, it stayed stopped for ever)."""
     import subprocess
 
-    from harness.overlap import is_stopped
-    from harness.worker import cell_spec
+    from scanbench.execution.cells import cell_spec
+    from scanbench.execution.overlap import is_stopped
 
     folder = tmp_path / "scanbench-cell-orphan"
     folder.mkdir()

@@ -7,14 +7,14 @@ import os
 
 import pytest
 
-from harness.api import InputError, UnknownNameError
-from harness.cli import main
-from harness.launcher import worker_environ
-from harness.selection import Cell, select
-from harness.timing import TimingConfig
-from harness.worker import run_cell
-from reports.markdown import render
-from reports.model import build
+from scanbench.api import InputError, UnknownNameError
+from scanbench.cli.main import main
+from scanbench.execution.cells import Cell, select
+from scanbench.execution.launcher import worker_environ
+from scanbench.execution.worker import run_cell
+from scanbench.reports.markdown import render
+from scanbench.reports.model import build
+from scanbench.timing import TimingConfig
 
 QUICK = TimingConfig(warmup=0, min_time_s=0.0, min_count=3, max_count=3)
 
@@ -71,7 +71,7 @@ def test_reports_label_parameters_and_plot_a_sweep(tmp_path):
             "--min-count", "3", "--max-time", "0.2", "--out", str(out), "--quiet",
             "--html", str(tmp_path / "sweep.html")]  # fmt: skip
     assert main(argv) == 0
-    from harness.store import load_run
+    from scanbench.store import load_run
 
     text = render(build([load_run(out)]))
     assert "scanned-blocked[block=250]" in text and "scanned-blocked[block=500]" in text

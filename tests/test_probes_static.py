@@ -6,19 +6,19 @@ import jax
 import numpy as np
 import pytest
 
-from harness import decomposition
-from harness.counts import Counts
-from harness.decomposition import PARTS
-from harness.probes.gpu import (
+from scanbench import decomposition
+from scanbench.counts import Counts
+from scanbench.decomposition import PARTS
+from scanbench.probes.gpu import (
     COMMAND_BUFFER_FLAG,
     command_buffers_enabled,
     count_gpu_events,
     with_command_buffers,
 )
-from harness.probes.hlo import estimate
-from harness.probes.spans import measure_spans, union_ns
-from harness.probes.trace import TraceEvent
-from harness.probes.transfers import (
+from scanbench.probes.hlo import estimate
+from scanbench.probes.spans import measure_spans, union_ns
+from scanbench.probes.trace import TraceEvent
+from scanbench.probes.transfers import (
     CPU_D2H_NOTE,
     TransferProbeError,
     count_transfers,
@@ -89,7 +89,7 @@ ENTRY %main (x: f32[8], p: s32[]) -> f32[8] {
 
 
 def decompose(median_s: float, counts: dict, costs: dict) -> dict:
-    """`harness.decomposition.decompose` of counts written in their stored layout."""
+    """`scanbench.decomposition.decompose` of counts written in their stored layout."""
     return decomposition.decompose(median_s, Counts.from_json(counts), costs)
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from jax import lax
 
-from harness.probes.hlo import estimate
-from harness.probes.trace import TraceEvent, count_events, flatten, recording, trace_calls
+from scanbench.probes.hlo import estimate
+from scanbench.probes.trace import TraceEvent, count_events, flatten, recording, trace_calls
 
 HOST = "/host:CPU"
 
@@ -167,7 +167,7 @@ def test_small_loop_runs_as_one_native_kernel_on_cpu_and_static_agrees():
 
 @pytest.mark.parametrize("scenario_backend_name", ["scanned-time-major", "scanned-issue"])
 def test_static_estimate_matches_trace_for_tdma_scans(scenario_backend_name):
-    from scenarios.tridiagonal import SCENARIO
+    from scanbench.scenarios.tridiagonal import SCENARIO
     from tests.conftest import scenario_case
 
     _, size, inputs, _ = scenario_case("tridiagonal", "float32")
@@ -185,7 +185,7 @@ def test_static_estimate_matches_trace_for_tdma_scans(scenario_backend_name):
 
 
 def test_sequential_tdma_dispatches_two_per_column():
-    from scenarios.tridiagonal import SCENARIO
+    from scanbench.scenarios.tridiagonal import SCENARIO
     from tests.conftest import scenario_case
 
     _, size, inputs, _ = scenario_case("tridiagonal", "float32")

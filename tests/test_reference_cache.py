@@ -11,7 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.reference_cache import CACHE_ENV, PREFIX, compile_reference, remove_stale, run_cache
+from scanbench.execution.reference_cache import (
+    CACHE_ENV,
+    PREFIX,
+    compile_reference,
+    remove_stale,
+    run_cache,
+)
 
 
 class _NoCompile:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.store import Run, load_run
-from reports import html, markdown
-from reports.model import build
-from reports.tables import format_seconds
+from scanbench.cli.main import main
+from scanbench.reports import html, markdown
+from scanbench.reports.model import build
+from scanbench.reports.tables import format_seconds
+from scanbench.store import Run, load_run
 
 DATA = Path(__file__).parent / "data"
 TDMA = DATA / "tdma.json"

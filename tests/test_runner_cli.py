@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.launcher import measure_cell
-from harness.selection import Cell
-from harness.store import load_run
-from harness.timing import TimingConfig
+from scanbench.cli.main import main
+from scanbench.execution.cells import Cell
+from scanbench.execution.launcher import measure_cell
+from scanbench.store import load_run
+from scanbench.timing import TimingConfig
 
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
 
@@ -23,7 +23,7 @@ def test_run_with_failing_cells(tmp_path):
     out = tmp_path / "toy.json"
     md = tmp_path / "toy.md"
     backends = ["good", "wrong", "wrong-later", "crash", "hang", "default-only"]
-    command = [sys.executable, "-m", "harness.cli", "run", "--scenario-file", TOY]
+    command = [sys.executable, "-m", "scanbench.cli.main", "run", "--scenario-file", TOY]
     command += [arg for name in backends for arg in ("--backend", name)]
     command += ["--size", "smoke", "--min-time", "0.01", "--max-time", "0.2", "--timeout", "8"]
     command += ["--out", str(out), "--md", str(md)]
@@ -80,7 +80,7 @@ def test_worker_runs_a_registered_scenario_cell_with_counts_and_decomposition():
 
 def test_profile_command_writes_a_trace(tmp_path):
     out = tmp_path / "trace"
-    command = [sys.executable, "-m", "harness.cli", "profile", "--scenario", "tridiagonal"]
+    command = [sys.executable, "-m", "scanbench.cli.main", "profile", "--scenario", "tridiagonal"]
     command += ["--backend", "sequential-jax", "--size", "smoke", "--out", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -150,7 +150,7 @@ def test_readme_scenario_example_runs(tmp_path):
     source = tmp_path / "my_scenario.py"
     source.write_text(block)
     out = tmp_path / "mine.json"
-    command = [sys.executable, "-m", "harness.cli", "run", "--scenario-file", str(source)]
+    command = [sys.executable, "-m", "scanbench.cli.main", "run", "--scenario-file", str(source)]
     command += [
         "--size",
         "smoke",

@@ -14,18 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from harness.api import InputError
-from harness.selection import Cell
-from harness.sharding.distributed import distributed_settings, environ_for
-from harness.sharding.placement import padded_size
-from harness.timing import TimingConfig
-from harness.worker import cell_spec
+from scanbench.api import InputError
+from scanbench.execution.cells import Cell, cell_spec
+from scanbench.sharding.distributed import distributed_settings, environ_for
+from scanbench.sharding.placement import padded_size
+from scanbench.timing import TimingConfig
 
 ROOT = Path(__file__).parent.parent
 
 
 def scanbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "harness.cli", *args]
+    command = [sys.executable, "-m", "scanbench.cli.main", *args]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
@@ -39,7 +38,7 @@ def run_script(name: str) -> subprocess.CompletedProcess:
 def eight_device_run():
     """MPPI scanned (1 device) and sharded (8), TDMA sharded (8), at smoke, with probes:
     each in a cell worker given its devices the way `scanbench run --devices` does."""
-    from harness.launcher import run_cell_in_worker
+    from scanbench.execution.launcher import run_cell_in_worker
 
     timing = TimingConfig(min_time_s=0.05, min_count=3, max_time_s=0.3)
     cells = [
@@ -116,7 +115,7 @@ def test_two_processes_on_loopback_equal_one_process(eight_device_run, tmp_path)
         env = environ_for(4, os.environ, {**settings, "SCANBENCH_PROCESS_ID": str(process_id)})
         del env["SCANBENCH_DEVICES"]  # all 8 devices of both processes
         out = tmp_path / f"record-{process_id}.json"
-        command = [sys.executable, "-m", "harness.worker", "cell", str(spec), str(out)]
+        command = [sys.executable, "-m", "scanbench.execution.worker", "cell", str(spec), str(out)]
         processes.append(
             (out, subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True))
         )
@@ -154,7 +153,7 @@ def test_device_settings_are_validated():
 
 
 def test_too_many_devices_fail_the_cell_clearly(tmp_path):
-    from harness.launcher import run_cell_in_worker
+    from scanbench.execution.launcher import run_cell_in_worker
 
     cell = Cell("tridiagonal", "sharded", "smoke", "float64")
     env = dict(os.environ, SCANBENCH_DEVICES="16")  # more than the one per core it will see

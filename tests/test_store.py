@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.api import Record, StoreError
-from harness.store import SCHEMA_VERSION, Run, load_run, write_json_atomic, write_run
+from scanbench.api import Record, StoreError
+from scanbench.store import SCHEMA_VERSION, Run, load_run, write_json_atomic, write_run
 
 
 def make_run() -> Run:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.api import InputError
-from harness.statistics import summarize
-from harness.timing import Stop, TimingConfig, relative_width, repeat, time_call
+from scanbench.api import InputError
+from scanbench.statistics import summarize
+from scanbench.timing import Stop, TimingConfig, relative_width, repeat, time_call
 
 
 class FakeClock:
@@ -208,7 +208,7 @@ def test_timing_config_rejects_bad_values(kwargs, message):
 def test_the_median_interval_is_the_one_scipy_quantile_test_picks(confidence):
     from scipy import stats
 
-    from harness.timing import median_interval_indices
+    from scanbench.timing import median_interval_indices
 
     rng = np.random.default_rng(0)
     for count in range(2, 1001):

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.api import MismatchError
-from harness.checks import (
+from scanbench.api import MismatchError
+from scanbench.checks import (
     InputMutationError,
     InputSnapshot,
     OutputError,
@@ -29,13 +29,13 @@ from harness.checks import (
     checked_error,
     nonfinite,
 )
-from harness.factories import is_ready_run
-from harness.gate.interleave import CANDIDATE_ROOT, ServedCell, Side
-from harness.gate.rules import BaselineRule
-from harness.launcher import run_cell_in_worker
-from harness.selection import Cell
-from harness.timing import TimingConfig
-from harness.worker import run_cell
+from scanbench.execution.cells import Cell
+from scanbench.execution.launcher import run_cell_in_worker
+from scanbench.execution.worker import run_cell
+from scanbench.factories import is_ready_run
+from scanbench.gate.interleave import CANDIDATE_ROOT, ServedCell, Side
+from scanbench.gate.rules import BaselineRule
+from scanbench.timing import TimingConfig
 from tests.conftest import BACKEND_PAIRS, bundled, outer_pytest_free
 
 ROOT = Path(__file__).parent.parent
@@ -65,7 +65,7 @@ def pytest_benchmark_medians(tmp_path: Path, backends: list[str]) -> dict[str, d
     test = tmp_path / "test_toy_bench.py"
     test.write_text(
         "import importlib.util, pytest\n"
-        "from harness.pytest_bench import benchmark_backend\n"
+        "from scanbench.pytest_bench import benchmark_backend\n"
         f"spec = importlib.util.spec_from_file_location('toy', {TOY!r})\n"
         "toy = importlib.util.module_from_spec(spec); spec.loader.exec_module(toy)\n"
         f"@pytest.mark.parametrize('name', {backends!r})\n"
@@ -134,12 +134,12 @@ def _dispatch_only_seconds(calls: int = 5) -> float:
 
 def test_profile_and_counting_wait_too():
     """The counting passes call the backend through the same wait (no stray futures)."""
-    from harness.counting import count_cell
+    from scanbench.probes.passes import count_cell
 
     scenario = toy.SCENARIO
     size = scenario.size("smoke")
     backend = scenario.backend("jax-async")
-    from harness.timing import call_and_wait
+    from scanbench.timing import call_and_wait
 
     prepared = backend.prepare(scenario.make_inputs(size, 0, "float64"), size)
     call_and_wait(backend.run, prepared)  # as in the worker: counted after the check call
@@ -176,7 +176,7 @@ def test_a_later_mismatch_says_the_first_call_matched():
 
 
 def test_input_snapshot_names_the_leaf_a_backend_changed():
-    from scenarios.tridiagonal.problem import Diagonals
+    from scanbench.scenarios.tridiagonal.problem import Diagonals
 
     inputs = Diagonals(*(np.ones((4, 5)) for _ in range(4)))
     snapshot = InputSnapshot.of(inputs)
@@ -189,10 +189,10 @@ def test_input_snapshot_names_the_leaf_a_backend_changed():
 
 def test_tdma_naive_in_place_fails_naming_b_and_d():
     """The issue's own NumPy code (updates b and d in place), plugged in as is."""
-    from harness.api import Strategy
-    from harness.factories import host_backend
-    from scenarios.tridiagonal import SCENARIO
-    from scenarios.tridiagonal.sequential import tdma_naive
+    from scanbench.api import Strategy
+    from scanbench.factories import host_backend
+    from scanbench.scenarios.tridiagonal import SCENARIO
+    from scanbench.scenarios.tridiagonal.sequential import tdma_naive
 
     naive = host_backend("naive", Strategy.SEQUENTIAL, "numpy", tdma_naive)
     scenario = dataclasses.replace(SCENARIO, backends={**SCENARIO.backends, "naive": naive})
@@ -206,7 +206,7 @@ def _run_in_process(scenario, backend: str, size: str = "smoke", source: str = "
     from unittest import mock
 
     cell = Cell(scenario.name, backend, size, scenario.dtypes[0], 0, source)
-    with mock.patch("harness.worker.scenario_of", return_value=scenario):
+    with mock.patch("scanbench.execution.worker.scenario_of", return_value=scenario):
         return run_cell(cell, QUICK, False)
 
 

@@ -6,11 +6,11 @@ import jax
 import numpy as np
 import pytest
 
-from harness.api import MismatchError
-from scenarios.tridiagonal import SCENARIO
-from scenarios.tridiagonal.problem import Diagonals
-from scenarios.tridiagonal.reference import TOLERANCE, gtsv_solve, residual
-from scenarios.tridiagonal.sequential import numpy_sweep
+from scanbench.api import MismatchError
+from scanbench.scenarios.tridiagonal import SCENARIO
+from scanbench.scenarios.tridiagonal.problem import Diagonals
+from scanbench.scenarios.tridiagonal.reference import TOLERANCE, gtsv_solve, residual
+from scanbench.scenarios.tridiagonal.sequential import numpy_sweep
 from tests.conftest import scenario_case
 
 JAX_STRATEGIES = ("sequential", "vmapped", "scanned")
@@ -90,7 +90,7 @@ def test_jax_sequential_vmapped_and_scanned_agree(dtype):
 
 
 def test_time_major_layout_round_trips():
-    from scenarios.tridiagonal.scanned import from_time_major, to_time_major
+    from scanbench.scenarios.tridiagonal.scanned import from_time_major, to_time_major
 
     _, _, inputs, _ = scenario_case("tridiagonal", "float64")
     time_major = to_time_major(inputs)
@@ -104,8 +104,8 @@ def test_blocked_solver_handles_blocks_that_do_not_divide_the_batch(block):
     """The last block is shifted back to end at the batch (its start clamped): a few
     systems are solved twice, with the same answer; a block larger than the batch is the
     whole batch."""
-    from scenarios.tridiagonal.blocked import blocked_kernel
-    from scenarios.tridiagonal.scanned import from_time_major, to_time_major
+    from scanbench.scenarios.tridiagonal.blocked import blocked_kernel
+    from scanbench.scenarios.tridiagonal.scanned import from_time_major, to_time_major
 
     _, _, inputs, expected = scenario_case("tridiagonal", "float64")
     time_major = Diagonals(*(jax.device_put(v) for v in to_time_major(inputs)))

@@ -1,7 +1,7 @@
 """Trace 40 one-launch-over-8-devices calls; every device's execution must be seen.
 
 Run as a script (8 virtual CPU devices need their own process). Without the settle time
-in `harness.probes.trace.recording`, 7 of 100 such traces lost one device's event.
+in `scanbench.probes.trace.recording`, 7 of 100 such traces lost one device's event.
 """
 
 import os
@@ -14,7 +14,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from harness.probes import trace
+from scanbench.probes import trace
 
 mesh = Mesh(np.array(jax.devices()), ("d",))
 x = jax.device_put(jnp.ones((8, 1000)), NamedSharding(mesh, P("d")))

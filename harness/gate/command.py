@@ -17,8 +17,13 @@ from pathlib import Path
 
 import tomli_w
 
-from harness.api import InputError, Record
-from harness.gate.decide import (
+from ..api import InputError, Record
+from ..execution.cells import Cell, cell
+from ..execution.launcher import count_cells, measuring, run_cells
+from ..sources import catalogue, load
+from ..store import write_text_atomic
+from ..timing import TimingConfig
+from .decide import (
     Calibration,
     Outcome,
     Verdict,
@@ -26,12 +31,8 @@ from harness.gate.decide import (
     check_invariants,
     count_expectation,
 )
-from harness.gate.interleave import CANDIDATE_ROOT, Side, compare, worktree
-from harness.gate.rules import Gates
-from harness.selection import Cell, cell
-from harness.sources import catalogue, load
-from harness.store import write_text_atomic
-from harness.timing import TimingConfig
+from .interleave import CANDIDATE_ROOT, Side, compare, worktree
+from .rules import Gates
 
 INVARIANT_TIMING = TimingConfig(warmup=1, min_time_s=1.0, min_count=20, max_time_s=2.0)
 COUNT_HEADER = (
@@ -44,7 +45,6 @@ def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
     """Run cells in workers: counts-only cells first, one worker per CPU at once (counts
     do not depend on load); then the cells an invariant times (``cells[cell]``), one at
     a time with nothing else running."""
-    from harness.launcher import count_cells, measuring, run_cells
 
     counted = count_cells([cell for cell, timed in cells.items() if not timed], timeout_s)
     timed = [cell for cell, timed in cells.items() if timed]

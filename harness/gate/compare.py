@@ -21,14 +21,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.api import InputError
-from harness.gate.decide import paired_decision
-from harness.gate.environments import Environment, probe, requirement_venv
-from harness.gate.interleave import CANDIDATE_ROOT, Side, measure_blocks
-from harness.gate.rules import BaselineRule, Settings
-from harness.selection import Cell
-from harness.sources import shortest
-from harness.statistics import median_interval
+from ..api import InputError
+from ..execution.cells import Cell
+from ..execution.cells import cell as selected_cell
+from ..execution.launcher import run_cell_in_worker
+from ..import_path import with_import_root
+from ..sources import shortest
+from ..statistics import median_interval
+from ..timing import TimingConfig
+from .decide import paired_decision
+from .environments import Environment, probe, requirement_venv
+from .interleave import CANDIDATE_ROOT, Side, measure_blocks
+from .rules import BaselineRule, Settings
 
 
 class Change(enum.StrEnum):
@@ -162,14 +166,11 @@ def compare_cell(
 def compare_counts(rule, sides, timeout_s, root):
     """The per-call counts of each side (a counts-only worker on its interpreter and
     variables) and those that differ: totals, and kernels / dispatches by kind."""
-    from harness.launcher import run_cell_in_worker
-    from harness.selection import cell as selected_cell
-    from harness.timing import TimingConfig
 
     cell = selected_cell(rule.scenario, rule.backend, rule.size, rule.dtype)
     per_side, errors = {}, []
     for side, env in sides.items():
-        environ = {**os.environ, **env.environ, "PYTHONPATH": str(root)}
+        environ = with_import_root({**os.environ, **env.environ}, root)
         record = run_cell_in_worker(
             cell, TimingConfig(), timeout_s, counts_only=True, environ=environ, python=env.python
         )

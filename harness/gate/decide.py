@@ -3,7 +3,7 @@
 Pure functions over stored records and sample arrays, returning numbers: a `Verdict`
 holds the rule, its `Outcome` and the findings behind it (per count, the ratio interval of
 an invariant, the paired measurements of a baseline comparison), never formatted text;
-`harness.gate.render` writes the text once, at the edge. `harness.gate.interleave`
+`scanbench.gate.render` writes the text once, at the edge. `scanbench.gate.interleave`
 produces the paired samples of a baseline comparison.
 Outcomes: ``pass``, ``fail`` (a regression: exit 1) and ``inconclusive`` (a time
 interval that straddles its threshold: shown, and a failure only with ``--strict``).
@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from harness.api import Record
-from harness.counts import GATED, KEYS
-from harness.gate.rules import CountRule, Invariant
-from harness.statistics import median_interval, ratio_interval
+from ..api import Record
+from ..counts import GATED, KEYS
+from ..statistics import median_interval, ratio_interval
+from .rules import CountRule, Invariant
 
 TOLERANCE = 1e-9  # counts are exact; this only absorbs float scaling (MPPI: x generations)
 
@@ -32,7 +32,7 @@ class Outcome(enum.StrEnum):
 
 
 class Kind(enum.StrEnum):
-    COUNT = "count"  # benchmarks/counts.toml: exact per-call counts
+    COUNT = "count"  # gate/counts.toml: exact per-call counts
     INVARIANT = "invariant"  # two backends of one run
     BASELINE = "baseline"  # this checkout against a revision (--against, --aa)
 

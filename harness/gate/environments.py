@@ -26,14 +26,15 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from harness.api import HarnessError, InputError
+from ..api import HarnessError, InputError
+from ..import_path import with_import_root
 
 MIN_JAX = (0, 10)  # pyproject.toml: jax>=0.10
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PROBE = (
-    "import json, sys, jax, jaxlib, harness; "
+    "import json, sys, jax, jaxlib, scanbench; "
     "print(json.dumps({'jax': jax.__version__, 'jaxlib': getattr(jaxlib, '__version__', '?'), "
-    "'python': sys.version.split()[0], 'harness': harness.__file__, "
+    "'python': sys.version.split()[0], 'scanbench': scanbench.__file__, "
     "'XLA_FLAGS': __import__('os').environ.get('XLA_FLAGS', '')}))"
 )
 
@@ -50,7 +51,7 @@ class Environment:
     def describe(self) -> str:
         """``PATH (jax X, jaxlib Y, python Z), XLA_FLAGS=...`` (the flags as the side sees
         them, inherited or given)."""
-        shown = {k: v for k, v in self.versions.items() if k not in ("harness", "XLA_FLAGS")}
+        shown = {k: v for k, v in self.versions.items() if k not in ("scanbench", "XLA_FLAGS")}
         versions = ", ".join(f"{k} {v}" for k, v in shown.items())
         variables = {**self.environ}
         if self.versions.get("XLA_FLAGS"):
@@ -77,15 +78,17 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SCANBENCH_CACHE") or Path.home() / ".cache" / "scanbench")
 
 
-def venv_path(requirements: Sequence[str], python: str = sys.executable) -> Path:
-    """Where the cached venv of ``requirements`` (on ``python``'s version) lives."""
+def venv_path(requirements: Sequence[str], root: Path, python: str = sys.executable) -> Path:
+    """Where the cached venv of ``requirements`` (on ``python``'s version, with the
+    checkout at ``root`` installed editable) lives."""
     version = subprocess.run(
         [python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
         text=True,
         check=False,
     ).stdout.strip()
-    key = hashlib.sha256(json.dumps([version, sorted(requirements)]).encode()).hexdigest()
+    parts = [version, sorted(requirements), str(Path(root).resolve())]
+    key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
     return cache_dir() / "venvs" / f"py{version}-{key[:16]}"
 
 
@@ -93,8 +96,9 @@ def requirement_venv(
     requirements: Sequence[str], root: Path, python: str = sys.executable, timeout_s=1800.0
 ) -> str:
     """The interpreter of the cached venv holding this project and ``requirements``,
-    created (``python -m venv`` + ``pip install ROOT REQUIREMENTS``) when missing."""
-    target = venv_path(requirements, python)
+    created (``python -m venv`` + ``pip install -e ROOT REQUIREMENTS``: editable, so the
+    venv measures ROOT's code as it is now) when missing."""
+    target = venv_path(requirements, root, python)
     interpreter = target / "bin" / "python"
     if interpreter.exists():
         return str(interpreter)
@@ -109,6 +113,7 @@ def requirement_venv(
                 "pip",
                 "install",
                 "-q",
+                "-e",
                 str(root),
                 *requirements,
             ],
@@ -130,7 +135,7 @@ def probe(label: str, python: str, environ: Mapping[str, str], root: Path) -> En
     """The side as it runs: its versions, or one line saying why it cannot be measured."""
     if not Path(python).exists() and shutil.which(python) is None:
         raise InputError(f"{label}: interpreter {python!r} not found")
-    env = {**os.environ, **environ, "PYTHONPATH": str(root)}
+    env = with_import_root({**os.environ, **environ}, root)
     done = subprocess.run(
         [python, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300, check=False
     )
@@ -138,9 +143,10 @@ def probe(label: str, python: str, environ: Mapping[str, str], root: Path) -> En
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise HarnessError(f"{label}: {python} cannot import jax and the project: {last}")
     versions = json.loads(done.stdout.strip().splitlines()[-1])
-    if Path(versions["harness"]).resolve().parent.parent != root.resolve():
+    if Path(versions["scanbench"]).resolve().parent.parent != root.resolve():
         raise HarnessError(
-            f"{label}: {python} imports harness from {versions['harness']}, not from {root}"
+            f"{label}: {python} imports scanbench from {versions['scanbench']}, not from {root} "
+            f"(install this checkout there: {python} -m pip install -e {root})"
         )
     numbers = tuple(int(x) for x in re.findall(r"\d+", versions["jax"])[:2])
     if numbers < MIN_JAX:

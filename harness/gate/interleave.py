@@ -3,7 +3,7 @@
 
 On a shared machine the speed drifts by 0.3x-3x between moments, so the two sides are
 measured alternately: per block, each side's warm worker takes a few timed calls, in an
-order drawn from a seeded generator. Each block gives a paired ratio; `harness.gate.decide.
+order drawn from a seeded generator. Each block gives a paired ratio; `scanbench.gate.decide.
 paired_decision` decides from those, and a suspect cell is re-measured in fresh processes
 before it fails.
 """
@@ -23,16 +23,17 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.api import HarnessError, InputError
-from harness.gate.decide import (
+from ..api import HarnessError, InputError
+from ..import_path import with_import_root
+from ..sources import resolve
+from .decide import (
     BaselineFinding,
     PairedDecision,
     Verdict,
     baseline_verdict,
     paired_decision,
 )
-from harness.gate.rules import BaselineRule, Settings
-from harness.sources import resolve
+from .rules import BaselineRule, Settings
 
 SIDES = ("baseline", "candidate")
 CANDIDATE_ROOT = Path(__file__).resolve().parents[2]  # the checkout this harness is from
@@ -100,7 +101,10 @@ class ServedCell:
             "slowdown": side.slowdown,
             "cpus": cpus,
         }
-        env = {**os.environ, **side.environ, "PYTHONPATH": str(side.root), "PYTHONUNBUFFERED": "1"}
+        env = {
+            **with_import_root({**os.environ, **side.environ}, side.root),
+            "PYTHONUNBUFFERED": "1",
+        }
         self.label, self.root, self.timeout_s = rule.label, side.root, timeout_s
         # stderr to a file: a pipe nobody reads could fill up and block the worker
         self.stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())

@@ -1,6 +1,6 @@
 """The gate's text, written once from its structured verdicts: the gate's markdown
 section, the calibration table (``--aa``) and the environment A/B (``scanbench compare``)
-as markdown and HTML. Nothing here decides anything (`harness.gate.decide` does)."""
+as markdown and HTML. Nothing here decides anything (`scanbench.gate.decide` does)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.counts import KEYS
-from harness.gate.decide import (
+from ..counts import KEYS
+from .decide import (
     BaselineFinding,
     Calibration,
     CountFinding,
@@ -157,7 +157,7 @@ def _number(value: Any) -> str:
 
 
 def comparison_frame(comparisons: Sequence[Any]):
-    """One row per cell of `harness.gate.compare.CellComparison` (pandas)."""
+    """One row per cell of `scanbench.gate.compare.CellComparison` (pandas)."""
     import pandas as pd
 
     rows = []

@@ -1,6 +1,6 @@
 """The gate file: declarative regression rules in TOML, parsed into frozen dataclasses.
 
-``benchmarks/gates.toml`` (hand-written, reviewed like code)::
+``gate/gates.toml`` (hand-written, reviewed like code)::
 
     [settings]
     counts_file = "counts.toml"  # count expectations, written by `scanbench gate --update-counts`
@@ -44,8 +44,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.api import InputError, UnknownNameError
-from harness.counts import BREAKDOWNS, GATED
+from ..api import InputError, UnknownNameError
+from ..counts import BREAKDOWNS, GATED
 
 
 @dataclasses.dataclass(frozen=True)

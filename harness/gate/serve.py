@@ -1,4 +1,4 @@
-"""A cell served in blocks: the worker of a baseline comparison (`harness.interleave`).
+"""A cell served in blocks: the worker of a baseline comparison (`scanbench.gate.interleave`).
 
 Run by path with the *candidate's* copy of this file, against the code under ``ROOT``
 (the candidate checkout, or the baseline's git worktree), so that both sides are timed by
@@ -6,37 +6,96 @@ the same loop and only the measured code differs::
 
     python harness/gate/serve.py ROOT SPEC_JSON
 
-It loads the scenario's source with ROOT's ``harness.sources`` (only the public Scenario /
-Backend API, so older revisions work; one from before sources is asked by name),
-prepares the cell, checks its first output against the scenario's reference, warms up,
-then answers JSON lines on stdin:
-``{"samples": k}`` -> ``{"samples": [s, ...]}`` (k timed calls). The calls are timed by
-the *candidate's* timing loop (``timing.py`` beside this file, loaded by path, whatever
-ROOT holds): each waits for the whole output, as in the cell worker.
+It imports the measured code from ROOT (`import_root`) and loads the scenario's source
+with ``scanbench.sources`` (only the public Scenario / Backend API, so older revisions
+work; one from before the one-name layout through ``harness.sources``), prepares the cell,
+checks its first output against the scenario's reference, warms up, then answers JSON
+lines on stdin: ``{"samples": k}`` -> ``{"samples": [s, ...]}`` (k timed calls). The calls
+are timed by the *candidate's* timing loop (``timing.py`` beside this file's folder, loaded
+by path under a private package name, whatever ROOT holds): each waits for the whole
+output, as in the cell worker.
 ``cpus`` in the spec pins the worker to those CPUs before anything is imported.
 ``slowdown`` in the spec (test-only) multiplies every timed sample by that factor, to
 measure the gate's detection rate of exactly that slowdown (see `slowed`).
+
+Standard library only at the top: it runs before ROOT's code is on the path.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
 import importlib.util
 import json
 import os
 import sys
+import tomllib
+import types
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]  # the candidate's harness/
+HERE = Path(__file__).resolve().parents[1]  # the candidate's package folder (harness/)
+CANDIDATE = "_scanbench_candidate"  # the private name the candidate's modules load under
 
 
 def _candidate(name: str):
-    """The candidate's ``harness/<name>.py`` loaded by path (ROOT may hold an older copy
-    or none): the timing loop and the strict checks are the candidate's on both sides."""
-    spec = importlib.util.spec_from_file_location(f"_scanbench_candidate_{name}", HERE / name)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """The candidate's ``scanbench.<name>`` (ROOT may hold an older copy or none), loaded
+    from `HERE` as ``_scanbench_candidate.<name>`` with its relative imports, without
+    running the package's ``__init__``: the timing loop and the strict checks are the
+    candidate's on both sides."""
+    if CANDIDATE not in sys.modules:
+        package = types.ModuleType(CANDIDATE)
+        package.__path__ = [str(HERE)]
+        sys.modules[CANDIDATE] = package
+    return importlib.import_module(f"{CANDIDATE}.{name}")
+
+
+def scanbench_layout(root: Path) -> dict[str, Path] | None:
+    """When ROOT is a checkout of scanbench itself: ``{import name: folder}`` of its
+    packages (``[tool.setuptools] package-dir``; ``{}`` for a revision from before the
+    one-name layout, whose ``harness`` package is top-level); None for any other tree."""
+    try:
+        project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    if project.get("project", {}).get("name") != "scanbench":
+        return None
+    folders = project.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    return {name: root / folder for name, folder in folders.items()}
+
+
+class _Mapped(importlib.abc.MetaPathFinder):
+    """Imports ``scanbench`` and its mapped subpackages from ROOT's folders (what an
+    editable install of ROOT would do), ahead of any installed scanbench."""
+
+    def __init__(self, folders: dict[str, Path]) -> None:
+        self.folders = folders
+
+    def find_spec(self, fullname, path=None, target=None):
+        folder = self.folders.get(fullname)
+        if folder is None:  # a module inside a mapped package: found through its __path__
+            return None
+        return importlib.util.spec_from_file_location(
+            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+
+
+def import_root(root: Path) -> str:
+    """Make ROOT's code the code that is imported, and return the name of the package
+    whose ``sources`` loads its scenarios: a scanbench checkout of the one-name layout
+    through `_Mapped` (``scanbench``); an older one from ``sys.path`` (``harness``); any
+    other tree (a user's repository) first on ``sys.path``, measured by the installed
+    scanbench."""
+    sys.path[0] = str(root)  # not this file's folder
+    folders = scanbench_layout(root)
+    if folders:
+        sys.meta_path.insert(0, _Mapped(folders))
+    return "harness" if folders == {} else "scanbench"
+
+
+def measured_package() -> str:
+    """The file of the scanbench package that the measured code imported."""
+    module = sys.modules.get("scanbench") or sys.modules.get("harness")
+    return getattr(module, "__file__", "") or ""
 
 
 def slowed(samples: list[float], factor: float) -> list[float]:
@@ -62,23 +121,28 @@ def jaxlib_version() -> str:
     return getattr(jaxlib, "__version__", "?")
 
 
-def load_scenario(spec: dict):
-    """The scenario of ``spec["source"]``, imported from ROOT (the code being measured);
-    a ROOT from before scenario sources is asked by name (or file) instead."""
+def load_scenario(spec: dict, package: str):
+    """The scenario of ``spec["source"]``, loaded with ``package.sources`` (`import_root`);
+    a revision from before scenario sources asked by name (or file) instead."""
+    if package == "scanbench":
+        from scanbench.sources import load
+
+        return load(spec["source"])
     try:
         from harness.sources import load
-    except ImportError:  # an older revision: harness.registry.get_scenario(name, file)
+    except ImportError:  # older still: harness.registry.get_scenario(name, file)
         from harness.registry import get_scenario
 
         target = spec["source"].rpartition(":")[0]
-        return (
-            get_scenario(None, target) if target.endswith(".py") else get_scenario(spec["scenario"])
-        )
-    return load(spec["source"])
+        if target.endswith(".py"):
+            return get_scenario(None, target)
+        return get_scenario(spec["scenario"])
+    # a bundled scenario's source names its module as it is now
+    return load(spec["source"].replace("scanbench.scenarios", "scenarios", 1))
 
 
-def serve(spec: dict, channel) -> None:
-    scenario = load_scenario(spec)
+def serve(spec: dict, package: str, channel) -> None:
+    scenario = load_scenario(spec, package)
     backend = scenario.backend(spec["backend"])
     size = scenario.size(spec["size"])
     dtype = spec.get("dtype") or scenario.dtypes[0]
@@ -87,7 +151,7 @@ def serve(spec: dict, channel) -> None:
 
         jax.config.update("jax_enable_x64", True)
     inputs = scenario.make_inputs(size, spec.get("seed", 0), dtype)
-    timing, checks = _candidate("timing.py"), _candidate("checks.py")
+    timing, checks = _candidate("timing"), _candidate("checks")
     expected = scenario.reference(inputs)
     prepared = backend.prepare(inputs, size)
     output = timing.call_and_wait(backend.run, prepared)
@@ -96,10 +160,8 @@ def serve(spec: dict, channel) -> None:
     checks.checked_error(check, to_reference(output), expected, dtype)
     factor = float(spec.get("slowdown", 1.0))
     (warm_s,) = timing.sample(backend.run, prepared, 1)  # warm-up, timed: sizes the blocks
-    import harness
-
     versions = {"jax": jax_version(), "jaxlib": jaxlib_version(), "python": sys.version.split()[0]}
-    reply = {"ready": True, "harness": harness.__file__, "call_s": warm_s, "versions": versions}
+    reply = {"ready": True, "harness": measured_package(), "call_s": warm_s, "versions": versions}
     channel.write(json.dumps(reply) + "\n")
     channel.flush()
     for line in sys.stdin:
@@ -113,11 +175,11 @@ def main(argv: list[str]) -> int:
     root, spec = argv[0], json.loads(argv[1])
     if spec.get("cpus"):  # before JAX starts its thread pools: they size to what they see
         os.sched_setaffinity(0, spec["cpus"])
-    sys.path[0] = root  # not this file's folder: import the measured code from ROOT
+    package = import_root(Path(root))
     channel = os.fdopen(os.dup(1), "w")  # the protocol keeps the real stdout ...
     os.dup2(2, 1)  # ... and whatever the measured code prints goes to stderr
     try:
-        serve(spec, channel)
+        serve(spec, package, channel)
     except Exception as error:
         channel.write(json.dumps({"error": f"{type(error).__name__}: {error}"}) + "\n")
         channel.flush()

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from harness.api import InputError
+from ..api import InputError
 
 
 def copy_bandwidth(nbytes: int = 256 * 2**20, repeats: int = 7) -> dict[str, float]:

@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.probes.peak import MeasuredPeak
-from harness.probes.trace import TraceEvent
+from .peak import MeasuredPeak
+from .trace import TraceEvent
 
 DEVICE_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 CUPTI_PLANE = "/host:CUPTI"

@@ -3,7 +3,7 @@
 - **Static plan** (`static_plan`): ``compiled.memory_analysis()`` of each JAX executable
   (argument, output, temporary, aliased and generated-code bytes; ``planned`` = arguments +
   outputs + temporaries - aliased, what the executable holds while it runs) and its largest
-  temporaries named by instruction (`harness.probes.buffer_assignment`).
+  temporaries named by instruction (`scanbench.probes.buffer_assignment`).
 - **Measured peak** of one warm call over the state before it:
   on CPU (`rss_peak`), the process's resident-set high-water mark. The allocator is first
   told to hand memory back (`release_freed_memory`: buffers above 128 KiB mapped and
@@ -14,7 +14,7 @@
   ``/proc/self/clear_refs``, Linux >= 4.0), and ``VmHWM`` after the call minus ``VmRSS``
   before it is the peak growth: every allocation the process makes (XLA buffers, NumPy,
   Numba), page-granular.
-  On GPU (`harness.probes.gpu.device_peak`, the GPU-only path), ``memory_stats()``:
+  On GPU (`scanbench.probes.gpu.device_peak`, the GPU-only path), ``memory_stats()``:
   JAX cannot reset ``peak_bytes_in_use``, so the call's peak is exact (``peak after -
   bytes_in_use before``) only when the call raised the device's peak; otherwise the peak
   of earlier work bounds it from above and it is stored as such (``exact: false``).
@@ -34,7 +34,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.probes.peak import MeasuredPeak
+from .buffer_assignment import temporaries
+from .gpu import device_peak
+from .peak import MeasuredPeak
 
 STATUS = Path("/proc/self/status")
 CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -153,12 +155,10 @@ def rss_peak(
 
 
 def call_peak(call: Callable[[], Any], platform: str) -> tuple[Any, MeasuredPeak]:
-    """`harness.probes.gpu.device_peak` over the local devices on GPU/TPU, `rss_peak`
+    """`scanbench.probes.gpu.device_peak` over the local devices on GPU/TPU, `rss_peak`
     otherwise."""
     if platform in ("gpu", "cuda", "rocm", "tpu"):
         import jax
-
-        from harness.probes.gpu import device_peak
 
         return device_peak(call, lambda: [d.memory_stats() for d in jax.local_devices()])
     return rss_peak(call)
@@ -173,7 +173,6 @@ def tree_nbytes(tree: Any) -> int:
 
 def static_plan(compiled: Any, top: int = 5) -> dict[str, Any]:
     """XLA's memory plan of one compiled executable, with its largest temporaries named."""
-    from harness.probes.buffer_assignment import temporaries
 
     stats = compiled.memory_analysis()
     if stats is None:

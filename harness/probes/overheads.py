@@ -20,7 +20,7 @@
   per-iteration kernels traced against untraced), for taking it out of device-busy time.
 
 Each cost is the median over repeated measurements. These feed the decomposition
-(``harness.decomposition``), which says how much of a cell's time those counts explain.
+(``scanbench.decomposition``), which says how much of a cell's time those counts explain.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from .hlo import estimate
+from .trace import HOST_PLANE, recording
 
 SCAN_CARRIES = (16, 64, 256, 1024, 4096, 65536)
 SCAN_STEPS = 1000
@@ -77,8 +80,6 @@ def launch_cost(repeats: int = 7) -> dict[str, float]:
     import jax
     import jax.numpy as jnp
     from jax import lax
-
-    from harness.probes.hlo import estimate
 
     def scan(x, steps):
         return lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, None, length=steps)[0]
@@ -185,7 +186,7 @@ def pending_conversion_cost(repeats: int = 21) -> dict[str, float]:
 def profiler_event_cost(sessions: int = 5, around: int = 3) -> dict[str, float]:
     """What recording one trace event costs the traced program: a scan of 2000 steps of
     per-iteration kernels (~10,000 events) traced against untraced, per recorded event
-    (events counted as `harness.probes.trace.flatten` keeps them, as the spans do).
+    (events counted as `scanbench.probes.trace.flatten` keeps them, as the spans do).
 
     Measured as the counting pass records a cell: one call in a fresh profiler session.
     Later calls of a session cost more (its buffers grow: 4.5 ms, then up to 6 ms, for a
@@ -196,8 +197,6 @@ def profiler_event_cost(sessions: int = 5, around: int = 3) -> dict[str, float]:
     import jax
     import jax.numpy as jnp
     from jax import lax
-
-    from harness.probes.trace import HOST_PLANE, recording
 
     x = jnp.zeros(SCAN_CARRIES[-1], jnp.float32)  # large enough for per-iteration kernels
     scan = jax.jit(

@@ -1,5 +1,5 @@
-"""The measured peak memory of one call: what both memory probes return (`harness.probes.
-memory.rss_peak` on CPU, `harness.probes.gpu.device_peak` on GPU)."""
+"""The measured peak memory of one call: what both memory probes return (`scanbench.probes.
+memory.rss_peak` on CPU, `scanbench.probes.gpu.device_peak` on GPU)."""
 
 from __future__ import annotations
 

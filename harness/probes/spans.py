@@ -10,7 +10,7 @@ tuples, tested on synthetic events):
   ``ThunkExecutor::Execute`` events (one per asynchronous execution, on the client's
   threads), of their ``(wait for completion)`` while the intra-op pool runs the thunks
   (the TDMA scan at `default` showed 30 ms without a kernel event there, of 163 ms), and
-  of the kernel (thunk) events `harness.probes.trace.is_kernel` counts.
+  of the kernel (thunk) events `scanbench.probes.trace.is_kernel` counts.
   Within it, **kernel busy** is the union of the kernels alone: the difference is the
   thunk executor's own time between kernels (on CPU, what a kernel launch costs). The
   kernels are not split by device on CPU (the trace does not say which virtual device a
@@ -26,7 +26,7 @@ under 1000 flops on the calling thread) are kept apart (``inline_busy_s``): they
 of what a dispatch costs, and the dispatch unit cost already contains them.
 
 Busy time is measured under the profiler, which adds a cost to every recorded event; the
-decomposition (`harness.decomposition`) takes that cost out of the busy time and of the
+decomposition (`scanbench.decomposition`) takes that cost out of the busy time and of the
 wall time (``busy_events`` and ``events`` x the measured cost per event) and uses the
 busy *share* of the traced call.
 """
@@ -38,7 +38,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from harness.probes.trace import HOST_PLANE, PJIT, TraceEvent, is_kernel
+from .trace import HOST_PLANE, PJIT, TraceEvent, is_kernel
 
 HOST_CONVERSION = "np.asarray(jax.Array)"
 # an executor running a program, and its wait for the program's asynchronous thunks (on a

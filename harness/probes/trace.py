@@ -5,7 +5,7 @@ Recording uses ``jax.profiler.trace(tmpdir)`` and reads the ``*.xplane.pb`` back
 ``ProfileSession`` only on newer jax). Counting is a pure function over a flat list of
 ``TraceEvent`` tuples, so it is tested with synthetic events.
 
-What is counted (XLA:CPU; GPU planes are handled by ``harness.probes.gpu``):
+What is counted (XLA:CPU; GPU planes are handled by ``scanbench.probes.gpu``):
 - **executions**: ``CommonPjRtLoadedExecutable::Execute*`` events on the host plane (one
   per executable launch per device; ``ExecutePrepare`` is a phase, not a launch);
 - **dispatches**: launches from the host: each ``PjitFunction(<name>)`` event that is not

@@ -21,13 +21,14 @@ import contextlib
 import dataclasses
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from harness.api import HarnessError
+from ..api import HarnessError
 
 _LINE = re.compile(
     r"(?P<kind>host-to-device|device-to-host|device-to-device) transfer:"
@@ -88,8 +89,6 @@ def parse_log(text: str, platform: str) -> TransferCounts:
 @contextlib.contextmanager
 def captured_fd2() -> Iterator[list[str]]:
     """Redirect file descriptor 2 to a temp file; the list gets its text on exit."""
-    import sys
-
     out: list[str] = []
     sys.stderr.flush()
     saved = os.dup(2)

@@ -4,7 +4,7 @@ and joining a multi-process run.
 - ``scanbench run --devices N``: the runner gives each cell's worker N devices: on CPU,
   ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` (virtual devices sharing the
   host's cores; set before jax starts, so only in a fresh worker); on every platform
-  ``SCANBENCH_DEVICES=N``, which `harness.sharding.placement.cell_devices` honours.
+  ``SCANBENCH_DEVICES=N``, which `scanbench.sharding.placement.cell_devices` honours.
 - Several hosts: every host runs the same `scanbench run` with ``--coordinator HOST:PORT
   --num-processes K --process-id I`` (or the ``SCANBENCH_COORDINATOR``,
   ``SCANBENCH_NUM_PROCESSES``, ``SCANBENCH_PROCESS_ID`` environment variables); each cell
@@ -18,8 +18,8 @@ import os
 import re
 from collections.abc import Mapping
 
-from harness.api import InputError
-from harness.sharding.placement import DEVICES, cell_devices
+from ..api import InputError
+from .placement import DEVICES, cell_devices
 
 COORDINATOR = "SCANBENCH_COORDINATOR"
 NUM_PROCESSES = "SCANBENCH_NUM_PROCESSES"

@@ -1,7 +1,7 @@
 """Devices, meshes and placement for the backends of the `sharded` strategy.
 
 A cell may use the first ``SCANBENCH_DEVICES`` of ``jax.devices()`` (`cell_devices`; the
-runner sets it for ``scanbench run --devices N``, see `harness.sharding.distributed`);
+runner sets it for ``scanbench run --devices N``, see `scanbench.sharding.distributed`);
 sharded backends build their mesh with `mesh_1d`, place host data with `put_global`
 (works when the mesh spans processes) and read results with `fetch`.
 """
@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from harness.api import InputError
+from ..api import InputError
 
 DEVICES = "SCANBENCH_DEVICES"
 

@@ -7,13 +7,14 @@ explicitly in ``backends()``; the dict keys are the CLI names.
 
 from __future__ import annotations
 
-from harness.api import Backend, Scenario
-from scenarios.mppi_tuning.cma_loops import library_backend, numba_backend, numba_scalar_backend
-from scenarios.mppi_tuning.jax_loops import scanned_backend, sequential_backend, vmapped_backend
-from scenarios.mppi_tuning.problem import check, make_inputs, reference, sizes, work
-from scenarios.mppi_tuning.roofline import roofline_backend
-from scenarios.mppi_tuning.sharded import sharded_backend
-from scenarios.mppi_tuning.tuning import describe
+from scanbench import Backend, Scenario
+
+from .cma_loops import library_backend, numba_backend, numba_scalar_backend
+from .jax_loops import scanned_backend, sequential_backend, vmapped_backend
+from .problem import check, make_inputs, reference, sizes, work
+from .roofline import roofline_backend
+from .sharded import sharded_backend
+from .tuning import describe
 
 
 def backends() -> list[Backend]:

@@ -13,17 +13,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.api import Backend, Size, Strategy
-from harness.factories import loop_backend
-from scenarios.mppi_tuning.controller import LOG_LOWER, LOG_UPPER, Config
-from scenarios.mppi_tuning.objective import (
+from scanbench import Backend, Size, Strategy, loop_backend
+
+from .controller import LOG_LOWER, LOG_UPPER, Config
+from .objective import (
     episode_keys,
     episode_noise,
     evaluate_population,
     generation_key,
 )
-from scenarios.mppi_tuning.problem import MppiInputs
-from scenarios.mppi_tuning.tuning import INITIAL_CANDIDATE, TuningResult
+from .problem import MppiInputs
+from .tuning import INITIAL_CANDIDATE, TuningResult
 
 Evaluator = Callable[[jax.Array, np.ndarray], np.ndarray]
 
@@ -69,7 +69,7 @@ def _draws(config: Config):
 
 def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
     """The float32 lane kernel (`numba_lanes.evaluate_population`)."""
-    from scenarios.mppi_tuning import numba_lanes  # imports Numba: only the cells that use it
+    from . import numba_lanes  # imports Numba: only the cells that use it
 
     config = inputs.config
     numba_lanes.check_dt(config.dt)
@@ -93,7 +93,7 @@ def _numba_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
 def _numba_scalar_prepare(inputs: MppiInputs, size: Size) -> dict[str, Any]:
     """The float64 scalar loop (`numba_mppi`): a candidate's closed loop one sample at a
     time, as a first port from NumPy reads."""
-    from scenarios.mppi_tuning import numba_mppi  # imports Numba: only the cells that use it
+    from . import numba_mppi  # imports Numba: only the cells that use it
 
     config = inputs.config
     numba_mppi.compile_for(config.system)

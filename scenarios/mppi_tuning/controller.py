@@ -20,8 +20,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from harness.api import InputError
-from scenarios.mppi_tuning.systems import System, get_system, split
+from scanbench import InputError
+
+from .systems import System, get_system, split
 
 LAMBDA_BOUNDS = (1e-2, 1e2)
 SIGMA_BOUNDS = (0.05, 5.0)
@@ -103,7 +104,7 @@ def rollout_costs(x: jax.Array, controls: jax.Array, config: Config) -> jax.Arra
 
     The K rollouts advance as one tuple of K-wide state components with the cost summed
     in the carry, so each horizon step is one or two fused elementwise kernels (see
-    `scenarios.mppi_tuning.systems`)."""
+    `scanbench.scenarios.mppi_tuning.systems`)."""
     system = config.dynamics
 
     def step(carry, u):

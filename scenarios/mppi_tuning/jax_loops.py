@@ -24,16 +24,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from harness.api import Backend, Size, Strategy
-from harness.factories import Compiled, compiled_backend, loop_backend
-from scenarios.mppi_tuning.controller import (
+from scanbench import Backend, Compiled, Size, Strategy, compiled_backend, loop_backend
+
+from .controller import (
     LOG_LOWER,
     LOG_UPPER,
     Config,
     Params,
     command,
 )
-from scenarios.mppi_tuning.objective import (
+from .objective import (
     ask_key,
     episode_keys,
     episode_start_and_run_keys,
@@ -41,8 +41,8 @@ from scenarios.mppi_tuning.objective import (
     generation_key,
     tell_key,
 )
-from scenarios.mppi_tuning.problem import MppiInputs
-from scenarios.mppi_tuning.tuning import TuningResult, initial_state, make_strategy
+from .problem import MppiInputs
+from .tuning import TuningResult, initial_state, make_strategy
 
 
 @dataclasses.dataclass

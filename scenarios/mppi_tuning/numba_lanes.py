@@ -24,7 +24,7 @@ import math
 import numba
 import numpy as np
 
-from scenarios.mppi_tuning.systems import CARTPOLE, PENDULUM
+from .systems import CARTPOLE, PENDULUM
 
 F = np.float32
 _HALF, _TWO, _SIXTH = F(0.5), F(2.0), F(1.0 / 6.0)

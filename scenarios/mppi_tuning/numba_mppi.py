@@ -13,8 +13,8 @@ import math
 import numba
 import numpy as np
 
-from scenarios.mppi_tuning.controller import LOG_LOWER, LOG_UPPER
-from scenarios.mppi_tuning.systems import CARTPOLE, PENDULUM
+from .controller import LOG_LOWER, LOG_UPPER
+from .systems import CARTPOLE, PENDULUM
 
 SYSTEM_CODES = {"pendulum": 0, "cartpole": 1}
 _P = (PENDULUM["g"], PENDULUM["l"], PENDULUM["m"], PENDULUM["b"])

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from scenarios.mppi_tuning.controller import (
+from .controller import (
     Config,
     Params,
     command,

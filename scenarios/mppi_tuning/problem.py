@@ -17,9 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.api import MismatchError, Size, UnknownNameError, compile_reference
-from scenarios.mppi_tuning.controller import Config
-from scenarios.mppi_tuning.objective import episode_keys, evaluate, generation_key
+from scanbench import MismatchError, Size, UnknownNameError, compile_reference
+
+from .controller import Config
+from .objective import episode_keys, evaluate, generation_key
 
 # Relative tolerance of a reported fitness against the reference objective. The closed
 # loop amplifies rounding: the same candidate evaluated in batches of other shapes (or by

@@ -19,11 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.api import Backend, MismatchError, Strategy
-from harness.factories import host_backend
-from scenarios.mppi_tuning.controller import noise_shape, rollout_costs
-from scenarios.mppi_tuning.objective import episode_keys, episode_noise, generation_key
-from scenarios.mppi_tuning.problem import MppiInputs
+from scanbench import Backend, MismatchError, Strategy, host_backend
+
+from .controller import noise_shape, rollout_costs
+from .objective import episode_keys, episode_noise, generation_key
+from .problem import MppiInputs
 
 CHECKED_BATCHES = 4  # batches recomputed in JAX by the check
 RTOL = 1e-3  # float32 sums of T costs in another order
@@ -32,7 +32,7 @@ RTOL = 1e-3  # float32 sums of T costs in another order
 def _batches(inputs: MppiInputs) -> dict[str, Any]:
     """R = P x G x E x S batches from the episode starts, and one (T, K) control array
     from the first episode's noise (clipped at the limit as the controller does)."""
-    from scenarios.mppi_tuning import numba_lanes  # imports Numba: only the cells that use it
+    from . import numba_lanes  # imports Numba: only the cells that use it
 
     config = inputs.config
     numba_lanes.check_dt(config.dt)

@@ -17,14 +17,13 @@ import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from harness.api import Backend, Size, Strategy
-from harness.factories import Compiled, compiled_backend
-from harness.sharding import placement
-from scenarios.mppi_tuning.controller import Config
-from scenarios.mppi_tuning.jax_loops import tune_scanned
-from scenarios.mppi_tuning.objective import evaluate_population
-from scenarios.mppi_tuning.problem import MppiInputs
-from scenarios.mppi_tuning.tuning import TuningResult
+from scanbench import Backend, Compiled, Size, Strategy, compiled_backend, placement
+
+from .controller import Config
+from .jax_loops import tune_scanned
+from .objective import evaluate_population
+from .problem import MppiInputs
+from .tuning import TuningResult
 
 AXIS = "population"
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from harness.api import UnknownNameError
+from scanbench import UnknownNameError
 
 Array = jax.Array
 Components = tuple[Array, ...]

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from scenarios.mppi_tuning.controller import Config, params_from_candidate
+from .controller import Config, params_from_candidate
 
 # Initial CMA-ES mean: lambda = 1, sigma = 1.
 INITIAL_CANDIDATE = (0.0, 0.0)

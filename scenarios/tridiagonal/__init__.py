@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import functools
 
-from harness.api import Param, Scenario, Strategy
-from harness.factories import host_backend, jax_backend, parametric
-from scenarios.tridiagonal import (
+from scanbench import Param, Scenario, Strategy, host_backend, jax_backend, parametric
+
+from . import (
     blocked,
     library,
     numba_solvers,
@@ -18,8 +18,8 @@ from scenarios.tridiagonal import (
     sharded,
     vmapped,
 )
-from scenarios.tridiagonal.problem import SIZES, Diagonals, make_inputs, work
-from scenarios.tridiagonal.reference import check, gtsv_solve, reference
+from .problem import SIZES, Diagonals, make_inputs, work
+from .reference import check, gtsv_solve, reference
 
 __all__ = ["SCENARIO", "Diagonals"]
 

@@ -14,7 +14,7 @@ The last block is shifted back to end at ``batch`` (its start is clamped, as
 XLA:CPU runs each scan iteration as a handful of small kernels by default (thunks); its
 small-while-loop pass can instead compile a whole loop into one native kernel when the
 loop's footprint is under ``xla_cpu_small_while_loop_byte_threshold`` (1 kB by default).
-`SMALL_LOOPS` raises it for the worker of these backends (`harness.api.Backend.xla_flags`).
+`SMALL_LOOPS` raises it for the worker of these backends (`scanbench.api.Backend.xla_flags`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from scenarios.tridiagonal.problem import Diagonals
-from scenarios.tridiagonal.scanned import _backward_step, _forward_step
+from .problem import Diagonals
+from .scanned import _backward_step, _forward_step
 
 # XLA:CPU compiles every while loop of these solvers into one native kernel (the flag is
 # read by the CPU compiler only; other platforms ignore it).

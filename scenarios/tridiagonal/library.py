@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jax import lax
 
-from scenarios.tridiagonal.problem import Diagonals
+from .problem import Diagonals
 
 
 def lax_tridiagonal_kernel(diagonals: Diagonals):

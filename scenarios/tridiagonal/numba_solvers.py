@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from scenarios.tridiagonal.problem import Diagonals
+from .problem import Diagonals
 
 # Systems swept together by the time-major solver: the scratch (n x BLOCK) of primes
 # stays in cache for n up to a few thousand, and the inner loop is long enough to

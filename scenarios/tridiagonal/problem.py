@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from harness.api import DTYPES, Size, UnknownNameError
+from scanbench import DTYPES, Size, UnknownNameError
 
 
 class Diagonals(NamedTuple):

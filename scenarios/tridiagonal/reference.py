@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 from scipy.linalg import lapack
 
-from harness.api import HarnessError, MismatchError
-from scenarios.tridiagonal.problem import Diagonals
+from scanbench import HarnessError, MismatchError
+
+from .problem import Diagonals
 
 # Max |x - x_ref| / max(1, max |x_ref|) allowed, per dtype of the backend's inputs.
 TOLERANCE = {"float64": 1e-10, "float32": 1e-4}

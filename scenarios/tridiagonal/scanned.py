@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from scenarios.tridiagonal.problem import Diagonals
+from .problem import Diagonals
 
 
 def _forward_step(last_primes, diagonals_i):

@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from harness.api import Backend, Size, Strategy
-from harness.factories import loop_backend
-from scenarios.tridiagonal.problem import Diagonals
+from scanbench import Backend, Size, Strategy, loop_backend
+
+from .problem import Diagonals
 
 
 def numpy_sweep(diagonals: Diagonals) -> np.ndarray:

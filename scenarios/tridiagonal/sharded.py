@@ -19,12 +19,11 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from harness.api import Backend, Size, Strategy
-from harness.factories import Compiled, compiled_backend
-from harness.sharding import placement
-from scenarios.tridiagonal.blocked import DEFAULT_BLOCK, SMALL_LOOPS, blocked_kernel
-from scenarios.tridiagonal.problem import Diagonals
-from scenarios.tridiagonal.scanned import to_time_major
+from scanbench import Backend, Compiled, Size, Strategy, compiled_backend, placement
+
+from .blocked import DEFAULT_BLOCK, SMALL_LOOPS, blocked_kernel
+from .problem import Diagonals
+from .scanned import to_time_major
 
 AXIS = "systems"
 SPEC = P(None, AXIS)  # time-major (n, batch): split the batch

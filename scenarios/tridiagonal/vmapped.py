@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from scenarios.tridiagonal.problem import Diagonals
-from scenarios.tridiagonal.scanned import _backward_step, _forward_step
+from .problem import Diagonals
+from .scanned import _backward_step, _forward_step
 
 
 def solve_one(a, b, c, d):

@@ -1,6 +1,6 @@
 """The backend benchmarks run only with ``--benchmark-only`` (a plain `pytest` skips them,
 saying so); JAX's metadata in ``machine_info`` comes from the scanbench pytest plugin
-(`harness.pytest_plugin`)."""
+(`scanbench.pytest_plugin`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
     pytest tests/benchmarks --benchmark-only --benchmark-json out.json
     pytest-benchmark compare out.json other.json
 
-`harness.pytest_bench.benchmark_backend` checks the backend against the scenario
+`scanbench.pytest_bench.benchmark_backend` checks the backend against the scenario
 reference before timing (a wrong backend fails, it is never timed), times it with the
 timing loop's ``call_and_wait`` (every round waits for the result), checks the timed
 output again, then counts one call in a separate pass and stores the per-call counts in
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.pytest_bench import benchmark_backend
+from scanbench.pytest_bench import benchmark_backend
 from tests.conftest import BACKEND_PAIRS, bundled
 
 SIZE = "smoke"

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.api import MismatchError, Scenario, Size, Strategy
-from harness.factories import host_backend, jax_backend
+from scanbench import MismatchError, Scenario, Size, Strategy, host_backend, jax_backend
 
 TEMPORARY_BYTES = 64 * 2**20  # what `numpy-temporary` allocates (and touches) per call
 

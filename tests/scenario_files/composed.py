@@ -9,7 +9,7 @@ spending its time in one known way:
 - ``transfer``: one ``jax.device_put`` of a 64 MiB NumPy array (the sum is made in the
   untimed prepare), nothing else;
 - ``dispatch``: ``DISPATCHES`` queued calls of a trivial jitted function (``x + 1``, the
-  function `harness.probes.overheads.dispatch_costs` times), one wait.
+  function `scanbench.probes.overheads.dispatch_costs` times), one wait.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from harness.api import Backend, MismatchError, Scenario, Size, Strategy
+from scanbench import Backend, MismatchError, Scenario, Size, Strategy
 
 HOST_S = 0.04
 DISPATCHES = 2000

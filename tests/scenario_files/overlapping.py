@@ -1,5 +1,5 @@
-"""Two backends for the overlap of two workers (`harness.overlap`): ``compiling`` spends a
-known amount of CPU time in ``prepare`` (a compile) and ``timed`` a known amount in each
+"""Two backends for the overlap of two workers (`scanbench.execution.overlap`): ``compiling``
+spends a known amount of CPU time in ``prepare`` (a compile) and ``timed`` a known amount in each
 call. CPU time, not sleep: a stopped worker's CPU clock stops with it, so a prepare that
 was paused takes longer by the pause, which the worker must leave out.
 
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from harness.api import Backend, MismatchError, Scenario, Size, Strategy
+from scanbench import Backend, MismatchError, Scenario, Size, Strategy
 
 COMPILE_CPU_S = 3.0  # `compiling`: CPU seconds of its prepare
 TIMED_PREPARE_CPU_S = 0.5  # `timed`: CPU seconds of its prepare (it samples after that)

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from harness.api import Backend, MismatchError, Scenario, Size, Strategy
+from scanbench import Backend, MismatchError, Scenario, Size, Strategy
 
 STEP_S = 0.02  # the `sleepy` backend sleeps this long per step
 COMPILE_S = 0.3  # the `compiles-first` backend's first call sleeps this long (a compile)

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from harness.api import Backend, MismatchError, Scenario, Size, Strategy
+from scanbench import Backend, MismatchError, Scenario, Size, Strategy
 
 
 def make_inputs(size, seed, dtype):

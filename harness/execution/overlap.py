@@ -7,14 +7,14 @@ too. What is timed or counted must still run with the machine to itself, so:
 
 - the worker asks for the machine before a *quiet* stage (`QUIET_STAGES`: sampling,
   counting) and gives it back when it goes on with an untimed one or exits
-  (`harness.quiet_link.QuietLink`, two pipes; `harness.heartbeat.Beacon` does it as
-  stages change);
+  (`scanbench.execution.quiet_link.QuietLink`, two pipes; `scanbench.execution.heartbeat.Beacon`
+  does it as stages change);
 - the runner (`Machine`) then stops every other worker (SIGSTOP, and waits until each of
-  its threads is stopped), takes the interference probes (`harness.interference`: the
+  its threads is stopped), takes the interference probes (`scanbench.execution.interference`: the
   calibration probe, steal and load, runnable tasks sampled while the quiet stage runs),
   grants, and continues the others (SIGCONT) when the machine is given back;
 - a stopped worker's clocks do not see the stop, so the runner writes each pause to a file
-  the worker reads (`harness.quiet_link.Pauses`): its compile and first-call times and
+  the worker reads (`scanbench.execution.quiet_link.Pauses`): its compile and first-call times and
   its stage times leave the pauses out, and the time paused is a stage of its own;
 - a new worker starts only when nobody holds the machine; its timeout counts only the
   time it was not stopped;
@@ -44,10 +44,18 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from harness.interference import thread_states
-from harness.processes import Finished, finish_worker, start_worker
-from harness.quiet_link import PAUSES, PAUSES_FILE, QUIET_FDS, clock
-from harness.sharding.distributed import COORDINATOR, usable_cores
+from ..sharding.distributed import COORDINATOR, usable_cores
+from .interference import (
+    LoadSamples,
+    assess,
+    calibration_probe,
+    cpu_times,
+    load_average,
+    sample_load,
+    thread_states,
+)
+from .processes import Finished, finish_worker, start_worker
+from .quiet_link import PAUSES, PAUSES_FILE, QUIET_FDS, clock
 
 STOP_WAIT_S = 2.0  # how long a SIGSTOPped worker may take to be stopped in every thread
 
@@ -74,7 +82,7 @@ def cells_at_once(overlap: bool, environment: Mapping[str, Any]) -> tuple[int, s
 
 @dataclasses.dataclass
 class QuietWatch:
-    """The interference measured over a worker's quiet stages (`harness.interference`):
+    """The interference measured over a worker's quiet stages (`scanbench.execution.interference`):
     probe and counters at the first grant and at the last release, runnable tasks sampled
     while it holds the machine."""
 
@@ -88,13 +96,6 @@ class QuietWatch:
     _sampler: contextlib.ExitStack | None = None
 
     def begin(self) -> None:
-        from harness.interference import (
-            LoadSamples,
-            calibration_probe,
-            cpu_times,
-            load_average,
-            sample_load,
-        )
 
         started = time.perf_counter()
         if self.probe_before is None:
@@ -106,7 +107,6 @@ class QuietWatch:
         self.probes_s += time.perf_counter() - started
 
     def end(self) -> None:
-        from harness.interference import calibration_probe, cpu_times, load_average
 
         started = time.perf_counter()
         if self._sampler is not None:
@@ -117,7 +117,6 @@ class QuietWatch:
         self.probes_s += time.perf_counter() - started
 
     def assess(self) -> dict[str, Any]:
-        from harness.interference import LoadSamples, assess
 
         return assess(
             self.probe_before,
@@ -367,7 +366,7 @@ def run_worker(
     folder: Path | None,
     while_running: Callable[[int], AbstractContextManager] | None = None,
 ) -> Finished:
-    """`harness.processes.run_worker_process` under a `Machine`: started when admitted,
+    """`scanbench.execution.processes.run_worker_process` under a `Machine`: started when admitted,
     its quiet stages served, its timeout counted on the time it was not stopped."""
     with machine.running(
         lambda env, fds: start_worker(command, env, fds, death_signal=signal.SIGCONT),

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from harness.api import HarnessError
+from ..api import HarnessError
 
 
 class Interrupted(HarnessError):

@@ -14,7 +14,7 @@ removed, `jnp.stack` of one array is a copy), so the counts at 1 are off the lin
 others lie on (measured: the scanned MPPI backend's kernels at 1, 2, 3 generations).
 
 Durations (keys ending in ``_s``, e.g. recompilation time) and the trace's measured spans
-(`harness.probes.spans`: busy times and the events the profiler recorded) are
+(`scanbench.probes.spans`: busy times and the events the profiler recorded) are
 extrapolated the same way but not held to the exactness check: they are measurements,
 not counts.
 """

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.api import Record, StoreError
+from ..api import Record, StoreError
 
 JOURNAL_VERSION = 1
 

@@ -1,7 +1,7 @@
-"""The worker's side of two cells at once (`harness.overlap`): asking the runner for the
+"""The worker's side of two cells at once (`scanbench.execution.overlap`): asking the runner for the
 machine before a timed stage, and the pauses the runner made it take.
 
-Every cell worker imports it (through `harness.heartbeat`); it needs nothing but the
+Every cell worker imports it (through `scanbench.execution.heartbeat`); it needs nothing but the
 standard library.
 """
 
@@ -13,13 +13,6 @@ import os
 import time
 from pathlib import Path
 
-# the worker's stages that time or count (harness.worker, harness.counting): quiet
-SAMPLING_STAGE = "sampling"
-COUNTING_STAGE = "counting"  # the counted call only
-ESTIMATE_STAGE = "skipped: estimate"  # a skipped cell timing part of its work
-QUIET_STAGES = frozenset({SAMPLING_STAGE, COUNTING_STAGE, ESTIMATE_STAGE})
-WAITING_STAGE = "waiting for the machine"
-PAUSED_STAGE = "paused while another cell was timed"
 QUIET_FDS = "SCANBENCH_QUIET_FDS"  # "<request write fd>,<grant read fd>" in a worker
 PAUSES = "SCANBENCH_PAUSES"  # the file of a worker's pauses (JSON [[stop, continue], ...])
 PAUSES_FILE = "pauses.json"

@@ -27,6 +27,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..store import write_bytes_atomic
+
 CACHE_ENV = "SCANBENCH_REFERENCE_CACHE"
 
 
@@ -43,8 +45,6 @@ def compile_reference(lowered: Any, compiler_options: Mapping[str, Any] | None =
     if path.is_file():
         serialized, in_tree, out_tree = pickle.loads(path.read_bytes())
         return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
-    from harness.store import write_bytes_atomic  # not at the top: store imports api
-
     compiled = lowered.compile(options)
     # a temp file, then rename: a later cell sees the whole file or none
     write_bytes_atomic(path, pickle.dumps(serialize_executable.serialize(compiled)))

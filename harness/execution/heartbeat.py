@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from harness.quiet_link import PAUSED_STAGE, QUIET_STAGES, WAITING_STAGE, Pauses, QuietLink
-from harness.units import format_duration
+from ..stages import PAUSED_STAGE, QUIET_STAGES, WAITING_STAGE
+from ..units import format_duration
+from .quiet_link import Pauses, QuietLink
 
 EVERY_S = 30.0
 WRITE_EVERY_S = 1.0
@@ -29,8 +30,8 @@ class Beacon:
     adds up the wall time of each named stage (`stage`), stored with the record as
     ``extra["phases_s"]`` so a slow cell says where its time went.
 
-    With a ``link`` (`harness.overlap.QuietLink`: the runner overlaps two workers), it
-    asks for the machine before a quiet stage (`harness.overlap.QUIET_STAGES`) and gives
+    With a ``link`` (`scanbench.execution.overlap.QuietLink`: the runner overlaps two workers), it
+    asks for the machine before a quiet stage (`scanbench.execution.overlap.QUIET_STAGES`) and gives
     it back before an untimed one; the wait is a stage of its own. Time the runner kept
     the worker stopped (``pauses``) is left out of every stage and added up apart."""
 
@@ -123,7 +124,7 @@ def heartbeat(
     stopped: Callable[[], bool] = lambda: False,
 ) -> Iterator[None]:
     """Emit `heartbeat_line` every ``every_s`` seconds while the block runs; ``stopped()``
-    says whether the worker is stopped right now (`harness.overlap`: another cell is
+    says whether the worker is stopped right now (`scanbench.execution.overlap`: another cell is
     being timed), which its own phase cannot say."""
     stop = threading.Event()
     started = clock()

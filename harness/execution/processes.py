@@ -4,7 +4,7 @@ path, and their failures described by name.
 - On Linux a worker asks the kernel for SIGTERM when its parent dies
   (``prctl(PR_SET_PDEATHSIG)``, set between fork and exec), so a SIGKILLed ``scanbench
   run`` takes its worker with it; the worker then removes its temp folder
-  (`harness.worker` handles SIGTERM and also watches its parent).
+  (`scanbench.execution.worker` handles SIGTERM and also watches its parent).
 - A timeout, a Ctrl-C or any exception in the parent kills the worker and waits for it.
 - A crash is described as "killed by SIGSEGV" (a negative return code by its signal's
   name) plus the last lines of the worker's stderr.
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import Any
 
-from harness.interrupts import raise_if_interrupted
+from .interrupts import raise_if_interrupted
 
 STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
 PR_SET_PDEATHSIG = 1
@@ -65,7 +65,7 @@ class Finished:
     returncode: int | None
     stderr: str
     timed_out: bool = False
-    # with a `harness.overlap.Machine`: the interference over its quiet stages, how long
+    # with a `scanbench.execution.overlap.Machine`: the interference over its quiet stages, how long
     # it waited to start and was stopped, and the runner's probing time
     interference: dict[str, Any] | None = None
     waited_s: float = 0.0
@@ -108,7 +108,7 @@ def finish_worker(
 ) -> Finished:
     """Wait for a started worker (``wait()``, default ``communicate`` with ``timeout_s``,
     returns its stderr and raises `subprocess.TimeoutExpired`); stop it on a timeout or
-    any exception, ``before_stop()`` first (`harness.overlap` continues a stopped worker
+    any exception, ``before_stop()`` first (`scanbench.execution.overlap` continues a stopped worker
     so that it can take the SIGTERM)."""
     if wait is None:
 
@@ -139,7 +139,7 @@ def start_worker(
 ) -> subprocess.Popen:
     """Start a worker: stderr captured, no stdin or stdout, dying with this process (the
     kernel sends it ``death_signal`` when this process dies). A worker this process may
-    SIGSTOP (`harness.overlap`) gets SIGCONT instead: a SIGTERM would wait, pending,
+    SIGSTOP (`scanbench.execution.overlap`) gets SIGCONT instead: a SIGTERM would wait, pending,
     for a SIGCONT that never comes, and the stopped orphan would hold its memory for
     ever; continued, its parent watch (`exit_with_parent`) sees the run gone and exits."""
     return subprocess.Popen(

@@ -1,4 +1,4 @@
-"""Cells in worker processes (the parent's side of `harness.worker`): each cell in a
+"""Cells in worker processes (the parent's side of `scanbench.execution.worker`): each cell in a
 fresh process with a timeout, the machine's load watched while it runs.
 
 A crash, a timeout or a mismatch in one cell becomes a failed record with its error and
@@ -20,23 +20,23 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.api import HarnessError, Record, Strategy
-from harness.decomposition import decompose
-from harness.heartbeat import PROGRESS_FILE, heartbeat
-from harness.interrupts import raise_if_interrupted
-from harness.overlap import Machine, is_stopped, run_worker
-from harness.processes import Finished, run_worker_process, stderr_tail
-from harness.quiet_link import PAUSED_STAGE
-from harness.selection import Cell, scenario_of
-from harness.sharding.distributed import environ_for
-from harness.statistics import summarize_scaled
-from harness.timing import TimingConfig
-from harness.units import format_duration, format_seconds
-from harness.worker import cell_spec
+from ..api import HarnessError, Record, Strategy
+from ..decomposition import decompose
+from ..probes.gpu import with_command_buffers
+from ..sharding.distributed import environ_for
+from ..stages import PAUSED_STAGE
+from ..statistics import summarize_scaled
+from ..timing import TimingConfig
+from ..units import format_duration, format_seconds
+from .cells import Cell, cell_spec, scenario_of
+from .heartbeat import PROGRESS_FILE, heartbeat
+from .interrupts import raise_if_interrupted
+from .overlap import Machine, is_stopped, run_worker
+from .processes import Finished, run_worker_process, stderr_tail
 
 
 def _worker_command(*args: str, python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "harness.worker", *args]
+    return [python or sys.executable, "-m", "scanbench.execution.worker", *args]
 
 
 def _run_worker(
@@ -49,8 +49,8 @@ def _run_worker(
     machine: Machine | None = None,
 ) -> tuple[Any, str | None, Finished]:
     """Run a worker; return (parsed output or None, error message or None, how it ended).
-    Under a ``machine`` (`harness.overlap`), it starts when admitted and its quiet stages
-    are served (the interference measured over them); with ``beat = (label, emit)``, a
+    Under a ``machine`` (`scanbench.execution.overlap`), it starts when admitted and its quiet
+    stages are served (the interference measured over them); with ``beat = (label, emit)``, a
     heartbeat line is emitted every 30 s."""
     env = dict(environ if environ is not None else os.environ, PYTHONUNBUFFERED="1")
 
@@ -109,10 +109,10 @@ def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
 
 
 def worker_environ(cell: Cell, base: Mapping[str, str]) -> dict[str, str]:
-    """The environment of a cell's worker: its devices (`harness.sharding.distributed.
+    """The environment of a cell's worker: its devices (`scanbench.sharding.distributed.
     environ_for`; a sharded backend given no device count gets one XLA:CPU device per
     core, JAX's way to use every core of a CPU, while the other backends stay on one) and
-    the XLA flags its backend declares (`harness.api.Backend.xla_flags`)."""
+    the XLA flags its backend declares (`scanbench.api.Backend.xla_flags`)."""
     try:
         backend = scenario_of(cell).backend(cell.backend).with_params(dict(cell.params))
     except Exception:  # the worker reports what is wrong with the cell
@@ -138,8 +138,8 @@ def run_cell_in_worker(
 ) -> Record:
     """One cell in a fresh process; never raises for a failure of the cell itself.
     ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
-    `harness.worker.run_cell`; ``python``: the interpreter (default: this one);
-    ``machine``: shared with the run's other cells (`harness.overlap`; default: its own,
+    `scanbench.execution.worker.run_cell`; ``python``: the interpreter (default: this one);
+    ``machine``: shared with the run's other cells (`scanbench.execution.overlap`; default: its own,
     one slot). The interference is measured over the cell's quiet stages."""
     started = time.perf_counter()
     machine = machine or Machine()
@@ -162,7 +162,7 @@ def run_cell_in_worker(
     if error is not None:
         record = _failed_record(cell, error, wall_s)
     else:
-        with machine.untimed():  # never beside another cell's samples (harness.overlap)
+        with machine.untimed():  # never beside another cell's samples (scanbench.execution.overlap)
             record = with_stats(Record.from_json(data), timing.confidence)
     phases = dict(record.extra.get("phases_s", {}))
     if finished.waited_s > 0.01:
@@ -181,7 +181,7 @@ def run_cell_in_worker(
 
 def with_stats(record: Record, confidence: float) -> Record:
     """The record with its ``stats`` computed from its samples (the worker leaves them to
-    the runner, see `harness.worker.run_cell`), scaled like the samples' work when the
+    the runner, see `scanbench.execution.worker.run_cell`), scaled like the samples' work when the
     cell was measured on part of it."""
     if record.status != "ok" or not record.samples_s or record.stats:
         return record
@@ -231,8 +231,8 @@ def measure_cell(
     count_parts: bool = False,
     machine: Machine | None = None,
 ) -> Record:
-    """A cell in a worker (under the run's ``machine``, `harness.overlap`), plus its time
-    decomposition from the run's unit costs.
+    """A cell in a worker (under the run's ``machine``, `scanbench.execution.overlap`), plus its
+    time decomposition from the run's unit costs.
 
     On a GPU, JAX cells are profiled a second time in a counts-only worker with command
     buffers kept on while profiling (``counts["gpu_command_buffers"]``).
@@ -245,8 +245,6 @@ def measure_cell(
     environment = environment or {}
     counts = record.counts
     if environment.get("platform") == "gpu" and record.engine == "jax":
-        from harness.probes.gpu import with_command_buffers
-
         extra = run_cell_in_worker(
             cell,
             timing,
@@ -261,7 +259,7 @@ def measure_cell(
 
 
 def decomposed(record: Record, environment: Mapping[str, Any]) -> Record:
-    """The record with its time decomposition (`harness.decomposition`) from the unit costs
+    """The record with its time decomposition (`scanbench.decomposition`) from the unit costs
     measured in the run (``environment.overheads``); as it was when there are none."""
     costs = environment.get("overheads") or {}
     if record.status != "ok" or "median" not in record.stats or not costs:
@@ -285,7 +283,7 @@ def measuring(
     machine: Machine | None = None,
 ) -> Measure:
     """How a run measures each of its cells: `measure_cell` with these settings, every
-    cell under the same ``machine`` (`harness.overlap`)."""
+    cell under the same ``machine`` (`scanbench.execution.overlap`)."""
     machine = machine or Machine()
 
     def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
@@ -305,11 +303,11 @@ def run_cells(
 ) -> list[Record]:
     """Measure every cell (``measure_one(cell, emit)``; `measuring` builds the usual one),
     as many at once as the ``machine`` has slots (the one ``measure_one`` uses; each cell
-    in a thread, `harness.overlap` keeps their timed stages apart); return one record per
-    cell, in the order of ``cells``. ``on_record(record)`` is called in this thread as
+    in a thread, `scanbench.execution.overlap` keeps their timed stages apart); return one record
+    per cell, in the order of ``cells``. ``on_record(record)`` is called in this thread as
     each cell finishes (the journal): after a SIGINT or SIGTERM
-    (`harness.interrupts.Interrupted`, raised here) no cell is recorded, and the exception
-    propagates once every cell's worker is stopped and its thread has ended."""
+    (`scanbench.execution.interrupts.Interrupted`, raised here) no cell is recorded, and the
+    exception propagates once every cell's worker is stopped and its thread has ended."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     if show_progress is None:

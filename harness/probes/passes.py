@@ -17,19 +17,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.api import Backend, Scenario, Size
-from harness.counts import Counts
-from harness.quiet_link import COUNTING_STAGE
-
-COUNTING = COUNTING_STAGE  # the counted call: a quiet stage (harness.quiet_link)
-PREPARING = "preparing to count"  # a fresh prepare and its first, plain call
-MEMORY = "memory"  # the memory call
+from ..api import Backend, Scenario, Size
+from ..counts import Counts
+from ..stages import COUNTING_STAGE, MEMORY_STAGE, PREPARING_STAGE
+from ..timing import call_and_wait
+from .compilations import count_compilations
+from .extrapolation import POINTS, linear_counts
+from .gpu import command_buffers_enabled, count_gpu_events
+from .hlo import estimate
+from .memory import call_peak, freed_memory_visible, static_plan, tree_nbytes
+from .spans import measure_spans
+from .trace import count_events, recording
+from .transfers import count_transfers
 
 
 def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
     """Static HLO estimate per call: sum over the backend's executables x calls per run."""
-    from harness.probes.hlo import estimate
-    from harness.probes.memory import static_plan
 
     if backend.executables is None:
         return {"available": False, "reason": "backend exposes no compiled executables"}
@@ -70,7 +73,7 @@ def counts_per_call(
 
     For a scenario with ``count_along`` whose value n is above 4 (or, with ``parts``, at
     least 2), counted with it at 2, 3 and 4 and extrapolated by the checked linear model
-    (`harness.linear_counts`): exact totals plus each count's fixed and per-unit parts.
+    (`scanbench.probes.extrapolation`): exact totals plus each count's fixed and per-unit parts.
     Otherwise counted directly on one call at ``size`` (exact; no parts), using
     ``prepared`` (a warm call at ``size``, its inputs ``input_bytes``) or, when None,
     preparing it here. A call prepared here is called once untraced (a path compiled on
@@ -78,25 +81,22 @@ def counts_per_call(
     `default`, timed on part of their work, are prepared here at the full size: a traced
     call costs them 20-40 s, an untraced one 1.3 s; a backend that compiles on every call,
     like the eager loop, shows those compilations either way). Memory is measured at
-    ``size`` only, on a call of its own after the counted one (`harness.probes.memory`:
+    ``size`` only, on a call of its own after the counted one (`scanbench.probes.memory`:
     that call's frees, made after `release_freed_memory`, return the allocator's free
     memory to the OS first).
 
-    ``stage(name)`` is told what runs next (`harness.heartbeat.Beacon.stage`): only the
+    ``stage(name)`` is told what runs next (`scanbench.execution.heartbeat.Beacon.stage`): only the
     counted call times anything (its trace's device-busy share, its compilations), so
-    only it is ``"counting"``, a quiet stage (`harness.overlap`); preparing here and the
-    plain call before it are `PREPARING`, the memory call `MEMORY`: a peak of this
+    only it is ``"counting"``, a quiet stage (`scanbench.execution.overlap`); preparing here and the
+    plain call before it are `PREPARING_STAGE`, the memory call `MEMORY_STAGE`: a peak of this
     process's memory, which another process cannot change.
     """
-    from harness.linear_counts import POINTS, linear_counts
-    from harness.probes.memory import freed_memory_visible, tree_nbytes
-    from harness.timing import call_and_wait
 
     platform = device["platform"]
     inputs_of_full_size: list[int] = []
 
     def fresh(at: Size) -> Any:
-        stage(PREPARING)
+        stage(PREPARING_STAGE)
         inputs = scenario.make_inputs(at, seed, dtype)
         if at is size:
             inputs_of_full_size.append(tree_nbytes(inputs))
@@ -106,9 +106,9 @@ def counts_per_call(
         """Counts of a warm call: ``ready``'s next one, after one plain (untraced) call
         when ``ready`` was just prepared (a path compiled on first use)."""
         if not warm:
-            stage(PREPARING)
+            stage(PREPARING_STAGE)
             call_and_wait(backend.run, ready)
-        stage(COUNTING)
+        stage(COUNTING_STAGE)
         return count_cell(backend, ready, platform)
 
     def with_memory(counts: dict[str, Any], ready: Any | None) -> Counts:
@@ -116,7 +116,7 @@ def counts_per_call(
             shown = ", ".join(map(str, POINTS))
             counts = {**counts, "memory_error": f"not measured at this size (counted at {shown})"}
             return Counts.from_json(counts)
-        stage(MEMORY)
+        stage(MEMORY_STAGE)
         try:
             inputs = inputs_of_full_size[0] if inputs_of_full_size else input_bytes
             memory = call_memory(backend, ready, platform, inputs, counts.get("static"))
@@ -153,9 +153,7 @@ def call_memory(
     static: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """One call's measured peak, the minimum it must hold (inputs + its output) and the
-    largest static plan of its executables (`harness.probes.memory`)."""
-    from harness.probes.memory import call_peak, tree_nbytes
-    from harness.timing import call_and_wait
+    largest static plan of its executables (`scanbench.probes.memory`)."""
 
     output, peak = call_peak(lambda: call_and_wait(backend.run, prepared), platform)
     output_bytes = tree_nbytes(output)
@@ -166,7 +164,7 @@ def memory_counts(
     peak: Any, input_bytes: int | None, output_bytes: int, static: dict[str, Any] | None
 ) -> dict[str, Any]:
     """The stored memory of a cell: the measured peak, the minimum (inputs + output) and
-    the largest static plan of its executables (`harness.probes.memory`)."""
+    the largest static plan of its executables (`scanbench.probes.memory`)."""
     plans = [
         info["memory"]
         for info in ((static or {}).get("executables") or {}).values()
@@ -189,14 +187,8 @@ def count_cell(
     backend: Backend, prepared: Any, platform: str, log_dir: str | None = None
 ) -> dict[str, Any]:
     """Counts for one call of ``backend.run(prepared)``, in the stored layout of
-    `harness.counts.Counts` (a dict, so that `harness.linear_counts` can extrapolate
+    `scanbench.counts.Counts` (a dict, so that `scanbench.probes.extrapolation` can extrapolate
     several of them); see the module doc."""
-    from harness.probes.compilations import count_compilations
-    from harness.probes.gpu import command_buffers_enabled, count_gpu_events
-    from harness.probes.spans import measure_spans
-    from harness.probes.trace import count_events, recording
-    from harness.probes.transfers import count_transfers
-    from harness.timing import call_and_wait
 
     counts: dict[str, Any] = {"calls": 1}
     traced: list[Any] = []  # the trace's events, once recorded

@@ -1,4 +1,4 @@
-"""A whole run: ``run(plan) -> Run``. Cells in workers (`harness.launcher`), each
+"""A whole run: ``run(plan) -> Run``. Cells in workers (`scanbench.execution.launcher`), each
 finished cell journaled durably, the results file rewritten (atomically) after every
 cell, interruptible and resumable.
 
@@ -21,20 +21,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.api import InputError, Record, StoreError
-from harness.interrupts import Interrupted, signals_raise
-from harness.journal import Journal, journal_path, read_journal
-from harness.launcher import collect_environment, emit, measuring, run_cells
-from harness.overlap import Machine, cells_at_once
-from harness.reference_cache import run_cache
-from harness.selection import Cell, select
-from harness.sources import file_source, load
-from harness.store import Run, ScenarioFacts, load_run, write_run
-from harness.timing import TimingConfig
+from ..api import InputError, Record, StoreError
+from ..sources import file_source, imported_from, load
+from ..store import Run, ScenarioFacts, load_run, write_run
+from ..timing import TimingConfig
+from .cells import Cell, select
+from .interrupts import Interrupted, signals_raise
+from .journal import Journal, journal_path, read_journal
+from .launcher import collect_environment, emit, measuring, run_cells
+from .overlap import Machine, cells_at_once
+from .reference_cache import run_cache
 
 # environment keys that must match for a run to be resumed (else --force)
 RESUME_MUST_MATCH = (
     "git_commit",
+    "scanbench_commit",
     "versions",
     "platform",
     "device_kind",
@@ -53,8 +54,10 @@ class Plan:
     timing: TimingConfig
     timeout_s: float
     probes: bool
-    count_parts: bool = False  # see harness.worker.run_cell
-    overlap: bool = False  # two cells at once where the machine allows (harness.overlap)
+    count_parts: bool = False  # see scanbench.execution.worker.run_cell
+    overlap: bool = (
+        False  # two cells at once where the machine allows (scanbench.execution.overlap)
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,7 +176,7 @@ def execute(
     slots, why = cells_at_once(plan.overlap, environment)
     emit(why)
     machine = Machine(slots)
-    with journal, signals_raise(), run_cache():  # see harness.reference_cache
+    with journal, signals_raise(), run_cache():  # see scanbench.execution.reference_cache
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
         measure = measuring(
             plan.timing, plan.timeout_s, dict(environment), plan.probes, plan.count_parts, machine
@@ -232,9 +235,13 @@ def plan(
     chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts, overlap)
     facts = {}
     for cell in cells:
-        scenario = load(cell.source)  # loaded once per process (harness.sources)
+        scenario = load(cell.source)  # loaded once per process (scanbench.sources)
         facts[cell.scenario] = ScenarioFacts(
-            cell.source, scenario.throughput_unit, scenario.baseline_backend, scenario.description
+            cell.source,
+            scenario.throughput_unit,
+            scenario.baseline_backend,
+            scenario.description,
+            imported_from(cell.source),
         ).to_json()
     invocation = {
         "argv": sys.argv[1:],

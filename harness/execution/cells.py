@@ -9,15 +9,16 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.api import HarnessError, InputError, Scenario, UnknownNameError
-from harness.sources import catalogue, load, resolve
+from ..api import HarnessError, InputError, Scenario, UnknownNameError, param_suffix
+from ..sources import catalogue, load, resolve
+from ..timing import TimingConfig
 
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
     """One unit of measurement: scenario x backend x size x dtype (x seed, x devices).
 
-    ``source`` says where the scenario lives (`harness.sources`); its worker loads exactly
+    ``source`` says where the scenario lives (`scanbench.sources`); its worker loads exactly
     that. ``scenario`` is the scenario's name, as stored in the record."""
 
     scenario: str
@@ -26,7 +27,7 @@ class Cell:
     dtype: str
     seed: int = 0
     source: str = ""
-    devices: int | None = None  # None: the worker's devices as they are (harness.sharding)
+    devices: int | None = None  # None: the worker's devices as they are (scanbench.sharding)
     params: tuple[tuple[str, Any], ...] = ()  # the backend's parameters (--param), sorted
 
     def __post_init__(self) -> None:  # a bundled scenario may be named without its source
@@ -45,13 +46,6 @@ class Cell:
         backend = self.backend + param_suffix(dict(self.params))
         label = f"{self.scenario}/{backend}/{self.size}/{self.dtype}"
         return label if self.devices is None else f"{label}/{self.devices}dev"
-
-
-def param_suffix(params: Mapping[str, Any]) -> str:
-    """``[block=2000,unroll=2]`` (empty without parameters)."""
-    if not params:
-        return ""
-    return "[" + ",".join(f"{name}={value}" for name, value in sorted(params.items())) + "]"
 
 
 def scenario_of(cell: Cell) -> Scenario:
@@ -141,3 +135,20 @@ def select(
                 "--param", name, sorted(declared) or ["(none)"], "the selected backends"
             )
     return cells
+
+
+def cell_spec(
+    cell: Cell,
+    timing: TimingConfig,
+    probes: bool = True,
+    counts_only: bool = False,
+    count_parts: bool = False,
+) -> dict[str, Any]:
+    """What a cell's worker is told (`scanbench.execution.worker` ``cell`` mode), as JSON."""
+    return {
+        "cell": dataclasses.asdict(cell),
+        "timing": dataclasses.asdict(timing),
+        "probes": probes,
+        "counts_only": counts_only,
+        "count_parts": count_parts,
+    }

@@ -2,10 +2,10 @@
 
 Usage (by the runner, not by hand)::
 
-    python -m harness.worker cell SPEC.json OUT.json
-    python -m harness.worker environment OUT.json
+    python -m scanbench.execution.worker cell SPEC.json OUT.json
+    python -m scanbench.execution.worker environment OUT.json
 
-A cell is checked against the scenario's reference before it is timed (`harness.checks`:
+A cell is checked against the scenario's reference before it is timed (`scanbench.checks`:
 no NaN/inf where the reference has none, a finite max error, inputs left unchanged): a
 backend that fails is stored as a failed record and never timed. Its last timed output is
 checked again, so a backend that goes wrong on repetition fails too, saying so.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.processes import exit_with_parent
+from .processes import exit_with_parent
 
 if __name__ == "__main__":  # first: a SIGTERM during the heavy imports below cleans up too
     exit_with_parent(sys.argv[1:])
@@ -31,27 +31,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.api import Backend, Counts, Record, Scenario, Size
-from harness.checks import InputSnapshot, check_again, check_of, checked_error
-from harness.counting import counts_per_call
-from harness.heartbeat import PROGRESS_FILE, Beacon
-from harness.probes.memory import tree_nbytes
-from harness.quiet_link import (
-    COUNTING_STAGE,
-    ESTIMATE_STAGE,
-    SAMPLING_STAGE,
-    Pauses,
-    QuietLink,
-)
-from harness.selection import Cell, scenario_of
-from harness.sharding.distributed import (
+from ..api import Backend, Counts, Record, Scenario, Size
+from ..checks import InputSnapshot, check_again, check_of, checked_error
+from ..environment import collect, device_info
+from ..probes.memory import tree_nbytes
+from ..probes.overheads import measure_all
+from ..probes.passes import count_cell, counts_per_call
+from ..sharding.distributed import (
     COORDINATOR,
     cell_device_info,
     initialize_distributed,
 )
-from harness.store import write_json_atomic
-from harness.timing import TimingConfig, repeat, time_call
-from harness.units import format_seconds
+from ..stages import COUNTING_STAGE, ESTIMATE_STAGE, SAMPLING_STAGE
+from ..store import write_json_atomic
+from ..timing import TimingConfig, repeat, time_call
+from ..units import format_seconds
+from .cells import Cell, scenario_of
+from .heartbeat import PROGRESS_FILE, Beacon
+from .quiet_link import Pauses, QuietLink
 
 
 def configure_jax(dtype: str) -> bool:
@@ -107,11 +104,13 @@ def run_cell(
         count_parts: count along the scenario's ``count_along`` at 2, 3 and 4 even when
             the size has 4 or fewer, to store each count's fixed and per-unit parts.
         summarize: compute ``stats`` here; the cell worker leaves them to the runner
-            (`harness.launcher.with_stats`), sparing every worker the ~0.9 s import of
+            (`scanbench.execution.launcher.with_stats`), sparing every worker the ~0.9 s import of
             ``scipy.stats``.
     """
     beacon = beacon or Beacon(None)
     started = time.perf_counter()
+    beacon.stage("start JAX")
+    configure_jax(cell.dtype)  # before the scenario's code runs: it may make arrays
     beacon.stage("load scenario", "loading the scenario")
     scenario = scenario_of(cell)
     backend = scenario.backend(cell.backend).with_params(dict(cell.params))
@@ -151,7 +150,7 @@ def measure(
 ) -> Record:
     """Prepare, check, time, then count one backend of a scenario at a size, in this
     process; any exception becomes a failed record (see `run_cell` for the options).
-    `harness.functions` measures a user's functions through it, as the cell worker does,
+    `scanbench.functions` measures a user's functions through it, as the cell worker does,
     with ``configure_x64=False``: a user's process keeps its own ``jax_enable_x64``."""
     beacon = beacon or Beacon(None)
     started = time.perf_counter() if started is None else started
@@ -176,7 +175,6 @@ def measure(
         return dataclasses.replace(skipped, wall_s=time.perf_counter() - started, extra=extra)
     try:
         beacon.stage("start JAX")
-        from harness.environment import device_info
 
         first_call_known = True
         if initialize_distributed():  # every process must make the same calls: by count
@@ -213,7 +211,7 @@ def measure(
     beacon.stop()
     stats: dict[str, Any] = {}
     if measured.samples and summarize:
-        from harness.statistics import summarize_scaled
+        from ..statistics import summarize_scaled  # scipy.stats (~0.9 s): not in every worker
 
         stats = summarize_scaled(measured.samples, timing.confidence, target.seed, measured.factor)
     return Record(
@@ -253,14 +251,14 @@ class _Measured:
 def _check_and_time(
     scenario, backend, size, target, timing, counts_only, first_call_known, beacon: Beacon
 ):
-    """Prepare, check the first call, then sample (adaptive, `harness.timing.repeat`)."""
+    """Prepare, check the first call, then sample (adaptive, `scanbench.timing.repeat`)."""
     along = scenario.count_along
     part = f" on {size[along]} {along}" if along and size is not scenario.size(size.name) else ""
     beacon.stage("prepare and check", f"preparing and checking the first call{part}")
     inputs = scenario.make_inputs(size, target.seed, target.dtype)
     expected = scenario.reference(inputs)
     snapshot = InputSnapshot.of(inputs)
-    start = time.monotonic()  # the clock of the runner's pauses (harness.overlap)
+    start = time.monotonic()  # the clock of the runner's pauses (scanbench.execution.overlap)
     prepared = backend.prepare(inputs, size)
     prepared_at = time.monotonic()
     prepare_s = prepared_at - start - beacon.paused_between(start, prepared_at)
@@ -373,37 +371,19 @@ def _counts(
 
 def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
     """Check one cell, then trace one warm call into ``log_dir`` and count it."""
-    from harness.environment import device_info
 
+    configure_jax(cell.dtype)  # before the scenario's code runs: it may make arrays
     scenario = scenario_of(cell)
     backend = scenario.backend(cell.backend).with_params(dict(cell.params))
     size = scenario.size(cell.size)
-    configure_jax(cell.dtype)
     inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
     expected = scenario.reference(inputs)
     prepared = backend.prepare(inputs, size)
     output, _ = time_call(backend.run, prepared)
     check = check_of(scenario, backend, prepared)
     checked_error(check, backend.to_reference(output), expected, cell.dtype)
-    from harness.counting import count_cell
 
     return count_cell(backend, prepared, device_info()["platform"], log_dir=log_dir)
-
-
-def cell_spec(
-    cell: Cell,
-    timing: TimingConfig,
-    probes: bool = True,
-    counts_only: bool = False,
-    count_parts: bool = False,
-) -> dict[str, Any]:
-    return {
-        "cell": dataclasses.asdict(cell),
-        "timing": dataclasses.asdict(timing),
-        "probes": probes,
-        "counts_only": counts_only,
-        "count_parts": count_parts,
-    }
 
 
 def main(argv: list[str]) -> int:
@@ -416,7 +396,7 @@ def main(argv: list[str]) -> int:
             counts_only=spec.get("counts_only", False),
             beacon=Beacon(
                 Path(argv[2]).parent / PROGRESS_FILE,
-                link=QuietLink.from_environ(),  # harness.overlap: two workers, timed alone
+                link=QuietLink.from_environ(),  # two workers, timed alone (overlap.py)
                 pauses=Pauses.from_environ(),
             ),
             count_parts=spec.get("count_parts", False),
@@ -424,27 +404,16 @@ def main(argv: list[str]) -> int:
         )
         write_json_atomic(argv[2], record.to_json())
         return 0
-    if len(argv) == 3 and argv[0] == "function":  # harness.functions.compare(isolate=True)
-        import cloudpickle
-
-        from harness.functions import measure_payload
-
-        payload = cloudpickle.loads(Path(argv[1]).read_bytes())
-        write_json_atomic(argv[2], measure_payload(payload).to_json())
-        return 0
     if len(argv) == 4 and argv[0] == "profile":
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
         write_json_atomic(argv[3], profile_cell(Cell(**spec["cell"]), argv[2]))
         return 0
     if len(argv) == 2 and argv[0] == "environment":
-        from harness.environment import collect
-        from harness.probes.overheads import measure_all
-
         write_json_atomic(argv[1], {**collect(), "overheads": measure_all()})
         return 0
     print(
-        "usage: python -m harness.worker (cell SPEC OUT | profile SPEC DIR OUT | "
-        "function PAYLOAD OUT | environment OUT)",
+        "usage: python -m scanbench.execution.worker "
+        "(cell SPEC OUT | profile SPEC DIR OUT | environment OUT)",
         file=sys.stderr,
     )
     return 2

@@ -1,0 +1,86 @@
+"""``scanbench compare``: the same cells and code in two environments (another jax, other
+XLA flags), interleaved in randomized blocks as the gate measures, with their counts."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from ..store import write_text_atomic
+from .gate import DEFAULT_GATES
+from .options import cell_options, params, positive, scenarios
+
+HELP = "same cells, same code, two environments (another jax, other XLA_FLAGS)"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "compare",
+        help=HELP,
+        description="Time the selected cells in two environments A and B, interleaved in "
+        "randomized blocks (the gate's method), and compare their counts. Exit 1 when a cell "
+        "is significantly slower on B.",
+        parents=[cell_options("smoke", "one size name (default: smoke)")],
+    )
+    for side in ("a", "b"):
+        name = side.upper()
+        parser.add_argument(
+            f"--{side}-python", metavar="PATH", help=f"side {name}'s interpreter (a venv's)"
+        )
+        parser.add_argument(
+            f"--{side}-requirements",
+            action="append",
+            default=[],
+            metavar="REQ",
+            help=f"side {name}: install these (e.g. 'jax==0.10.0') with this project into "
+            "a cached venv; repeatable",
+        )
+        parser.add_argument(
+            f"--{side}-env",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"side {name}: an environment variable (e.g. XLA_FLAGS=...); repeatable",
+        )
+    parser.add_argument(
+        "--gates",
+        default=DEFAULT_GATES,
+        help="the gate file whose [settings] (blocks, confidence, delta, ...) are used",
+    )
+    parser.add_argument("--blocks", type=positive(int, "--blocks"), help="override")
+    parser.add_argument("--md", help="also write the markdown here")
+    parser.add_argument("--html", help="also write an HTML page here")
+    parser.add_argument("--timeout", type=positive(float, "--timeout"), default=900.0)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    # the process machinery and SciPy: not for --help
+    from ..execution.cells import select
+    from ..gate.compare import Change, SideSpec, compare_environments
+    from ..gate.environments import parse_assignments
+    from ..gate.render import comparison_html, comparison_markdown
+    from ..gate.rules import load_gates
+
+    cells = select(scenarios(args), args.backend, args.size, args.dtype, args.seed, params(args))
+    settings = load_gates(args.gates).settings
+    if args.blocks:
+        settings = dataclasses.replace(settings, blocks=args.blocks)
+    a, b = (
+        SideSpec(
+            side.upper(),
+            getattr(args, f"{side}_python"),
+            tuple(getattr(args, f"{side}_requirements")),
+            parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env"),
+        )
+        for side in ("a", "b")
+    )
+    comparisons, sides = compare_environments(cells, a, b, settings, args.timeout)
+    text = comparison_markdown(comparisons, sides, settings.confidence, settings.delta)
+    print(text)
+    if args.md:
+        write_text_atomic(args.md, text)
+    if args.html:
+        page = comparison_html(comparisons, sides, settings.confidence, settings.delta)
+        write_text_atomic(args.html, page)
+    return 1 if any(c.verdict == Change.SLOWER for c in comparisons) else 0

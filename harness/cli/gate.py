@@ -1,0 +1,71 @@
+"""``scanbench gate``: the regression gate over a gate file: exact counts, same-run
+invariants, ``--against REV`` (interleaved paired comparison) and its self-calibration."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..api import InputError
+from ..store import load_run, write_text_atomic
+from .options import positive
+
+HELP = "regression gate: exact counts, same-run invariants, --against REV"
+DEFAULT_GATES = "gate/gates.toml"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = commands.add_parser("gate", help=HELP, description=HELP)
+    parser.add_argument("--gates", default=DEFAULT_GATES, help="the gate file (TOML)")
+    parser.add_argument("--results", help="check this stored run instead of measuring now")
+    parser.add_argument(
+        "--update-counts", action="store_true", help="measure and rewrite the counts file"
+    )
+    parser.add_argument("--against", metavar="REV", help="compare [[baseline]] rules with REV")
+    parser.add_argument(
+        "--aa",
+        type=positive(int, "--aa"),
+        metavar="N",
+        help="self-calibration: this checkout on both sides, N repetitions",
+    )
+    parser.add_argument(
+        "--inject-slowdown",
+        type=positive(float, "--inject-slowdown"),
+        default=1.0,
+        metavar="F",
+        help="(with --aa; for testing the gate) slow the candidate side by factor F",
+    )
+    parser.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
+    parser.add_argument("--md", help="also write the markdown section here")
+    parser.add_argument("--timeout", type=positive(float, "--timeout"), default=900.0)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    # the process machinery and SciPy: not for --help
+    from ..gate import command
+    from ..gate.decide import failing
+    from ..gate.render import calibration_markdown, markdown
+    from ..gate.rules import load_gates
+
+    gates = load_gates(args.gates)
+    if args.inject_slowdown != 1.0 and not args.aa:
+        raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
+    if args.update_counts:
+        path = command.update_counts(gates, args.timeout)
+        print(f"counts: {path}", file=sys.stderr)
+        return 0
+    if args.aa:
+        calibration = command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
+        text, verdicts = calibration_markdown(calibration), []
+    elif args.against:
+        verdicts = command.against(gates, args.against, args.timeout)
+        text = markdown(verdicts, f"scanbench gate against {args.against}")
+    else:
+        records = load_run(args.results).records if args.results else None
+        verdicts = command.rules_and_invariants(gates, records, args.timeout)
+        text = markdown(verdicts)
+    print(text)
+    if args.md:
+        write_text_atomic(args.md, text)
+    return 1 if failing(verdicts, args.strict) else 0

@@ -1,0 +1,167 @@
+"""``scanbench run``: measure cells in fresh workers and store a results file (with its
+markdown and HTML reports); ``--resume`` continues an interrupted run."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from pathlib import Path
+
+from ..sharding.distributed import distributed_settings
+from ..store import Run, load_run
+from ..timing import TimingConfig
+from .options import cell_options, comma_list, number, params, positive, scenarios
+
+HELP = "run cells and store a results JSON file"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    sizes = "size name, or several separated by commas, e.g. smoke,default (default: default)"
+    parser = commands.add_parser(
+        "run", help=HELP, description=HELP, parents=[cell_options("default", sizes)]
+    )
+    _timing_options(parser)
+    parser.add_argument("--out", help="results JSON path (default results/run-<time>.json)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing --out; with --resume: resume even if the code or "
+        "environment changed",
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="PATH",
+        help="continue an interrupted run: only its missing cells, with its stored settings",
+    )
+    parser.add_argument(
+        "--devices",
+        help="device counts to run each cell with, e.g. 1,2,4,8 (CPU: virtual devices via "
+        "XLA_FLAGS; sharded backends split their work over them; default: as visible)",
+    )
+    parser.add_argument("--coordinator", help="multi-process run: HOST:PORT of process 0")
+    parser.add_argument("--num-processes", type=positive(int, "--num-processes"))
+    parser.add_argument("--process-id", type=int)
+    parser.add_argument("--md", help="also write the markdown report to this path")
+    parser.add_argument("--html", help="also write the HTML report (with plots) to this path")
+    parser.add_argument("--quiet", action="store_true", help="do not print the markdown table")
+    parser.add_argument(
+        "--no-probes",
+        action="store_true",
+        help="skip the counting passes (dispatches, kernels, transfers) and overheads",
+    )
+    parser.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="one cell at a time. By default, on a CPU with two or more cores, two cells' "
+        "workers run at once: one imports and compiles while the other does too or is "
+        "timed, and every timed or counted stage runs with the other worker stopped "
+        "(SIGSTOP); compile times are then taken beside the other worker's",
+    )
+    parser.add_argument(
+        "--count-parts",
+        action="store_true",
+        help="store each count's fixed and per-unit parts (counted at 2, 3 and 4 units of "
+        "the scenario's count_along, e.g. MPPI generations) also at sizes with 4 or fewer "
+        "units; costs compiles at two more sizes per cell",
+    )
+    return parser
+
+
+def _timing_options(parser: argparse.ArgumentParser) -> None:
+    """How each cell is sampled (`scanbench.timing.TimingConfig`) and how long it may take."""
+    parser.add_argument(
+        "--max-time",
+        type=positive(float, "--max-time"),
+        default=3.0,
+        help="time budget of a cell's timed samples, seconds (default 3): sampling stops "
+        "when it is spent, or earlier once the median is known to --target-width",
+    )
+    parser.add_argument(
+        "--target-width",
+        type=number(float, "--target-width", 0, low_open=False),
+        default=0.02,
+        help="stop sampling once the 95%% interval of the median is this narrow, relative "
+        "to the median (default 0.02 = 2%%)",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=number(float, "--min-time", 0, low_open=False),
+        default=0.1,
+        help="minimum total timed seconds per cell (default 0.1)",
+    )
+    parser.add_argument(
+        "--min-count",
+        type=positive(int, "--min-count"),
+        default=3,
+        help="minimum timed calls per cell, unless one call exceeds --max-time (default 3)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=number(int, "--warmup", 0, low_open=False),
+        default=1,
+        help="untimed warm-up calls (default 1)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive(float, "--timeout"),
+        default=1800.0,
+        help="seconds before a cell's worker is killed (default 1800)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..execution import runner  # SciPy and the process machinery: not for --help
+
+    if args.resume:
+        return finish(runner.resume(Path(args.resume), args.force), Path(args.resume), args)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"results/run-{stamp}.json")
+    sizes = comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")
+    devices = (
+        [None]
+        if args.devices is None
+        else comma_list(args.devices, "--devices", int, "device counts >= 1 (e.g. 1,2,4,8)")
+    )
+    os.environ.update(distributed_settings(args.coordinator, args.num_processes, args.process_id))
+    timing = TimingConfig(
+        warmup=args.warmup,
+        min_time_s=args.min_time,
+        min_count=args.min_count,
+        max_time_s=args.max_time,
+        target_width=args.target_width,
+    )
+    plan, invocation = runner.plan(
+        scenarios(args),
+        args.backend,
+        sizes,
+        args.dtype,
+        args.seed,
+        devices,
+        timing,
+        args.timeout,
+        probes=not args.no_probes,
+        count_parts=args.count_parts,
+        params=params(args),
+        overlap=not args.no_overlap,
+    )
+    measured = runner.run(plan, invocation, out, [args.md, args.html], args.force)
+    return finish(measured, out, args)
+
+
+def finish(measured: Run, out: Path, args: argparse.Namespace) -> int:
+    """Write the reports of what was stored, print the markdown and where the results
+    are; exit 1 when a cell failed."""
+    from ..reports.written import write_reports  # pandas and matplotlib: only at the end
+
+    stored = load_run(out) if out.exists() else measured  # reports read what was stored
+    markdown = write_reports([stored], (), args.md, args.html)
+    for path in (args.md, args.html):
+        if path:
+            print(f"report: {path}", file=sys.stderr)
+    if not args.quiet:
+        print(markdown)
+    failed = [r for r in stored.records if r.status == "failed"]
+    print(f"results: {out} ({len(stored.records)} cells, {len(failed)} failed)", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,17 @@
+"""The names of a cell's stages, as its worker reports them (`scanbench.execution.heartbeat`)
+and as the record's ``extra.phases_s`` stores them.
+
+The *quiet* stages time or count: with two cells at once (`scanbench.execution.overlap`)
+each runs with the other worker stopped. Standard library only: every worker imports it.
+"""
+
+from __future__ import annotations
+
+SAMPLING_STAGE = "sampling"  # the timed samples
+COUNTING_STAGE = "counting"  # the counted call only (scanbench.probes.passes)
+ESTIMATE_STAGE = "skipped: estimate"  # a skipped cell timing part of its work
+QUIET_STAGES = frozenset({SAMPLING_STAGE, COUNTING_STAGE, ESTIMATE_STAGE})
+PREPARING_STAGE = "preparing to count"  # a fresh prepare and its first, plain call
+MEMORY_STAGE = "memory"  # the memory call: a peak of its own process
+WAITING_STAGE = "waiting for the machine"
+PAUSED_STAGE = "paused while another cell was timed"

@@ -1,0 +1,31 @@
+"""A report built once and written where asked: its markdown (returned) and HTML."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..store import Run, write_text_atomic
+from . import html as html_report
+from . import markdown as markdown_report
+from .comparable import Apart
+from .model import build
+
+
+def write_reports(
+    runs: Sequence[Run],
+    apart: Sequence[Apart] = (),
+    md: str | Path | None = None,
+    html: str | Path | None = None,
+    **options,
+) -> str:
+    """Build the report of ``runs`` once (``options``: `scanbench.reports.model.build`'s);
+    write its markdown to ``md`` and its HTML to ``html`` when given (each atomically);
+    return the markdown."""
+    report = build(runs, apart, **options)
+    markdown = markdown_report.render(report)
+    if md:
+        write_text_atomic(md, markdown)
+    if html:
+        write_text_atomic(html, html_report.render(report))
+    return markdown
