@@ -13,7 +13,7 @@ import pathlib
 
 import nox
 
-nox.options.sessions = ["tests", "lint"]
+nox.options.sessions = ["tests", "lint", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 # uv when it is installed (`pip install "nox[uv]"`, as the README and .ci/run do): a fresh
 # venv with jax, numba, scipy, pandas, matplotlib takes ~11 s instead of pip's ~30 s
@@ -129,6 +129,33 @@ def gate(session: nox.Session) -> None:
     finally:  # a failing gate's reasons go to the job summary too
         if md.exists():
             _summary(session, str(md))
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The manual (MkDocs + Material, API pages by mkdocstrings) built into site/ with
+    --strict: a broken link, a missing page or a figure marker naming nothing fails it.
+    `nox -s docs -- serve` serves it with live reload instead."""
+    _install(session, "-e", ".[docs]")
+    if session.posargs[:1] == ["serve"]:
+        session.run("python", "-m", "mkdocs", "serve", *session.posargs[1:])
+        return
+    session.run(
+        "mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"}
+    )
+    session.log("the manual: site/index.html")
+
+
+@nox.session
+def figures(session: nox.Session) -> None:
+    """The runs the manual's figures are drawn from (docs/results/*.json: a smoke and a
+    default run of every scenario, minutes), then the README's generated block. Run it on
+    a quiet machine; commit the results files with the docs that show them."""
+    _install(session, "-e", ".")
+    for size in ("smoke", "default"):
+        out = f"docs/results/{size}.json"
+        session.run("scanbench", "run", "--size", size, "--out", out, "--force", "--quiet")
+    session.run("python", "docs/figures.py")
 
 
 @nox.session
