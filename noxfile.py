@@ -140,9 +140,10 @@ def docs(session: nox.Session) -> None:
     if session.posargs[:1] == ["serve"]:
         session.run("python", "-m", "mkdocs", "serve", *session.posargs[1:])
         return
-    session.run(
-        "mkdocs", "build", "--strict", "--site-dir", "site", env={"NO_MKDOCS_2_WARNING": "1"}
-    )
+    # `python -m`: run as the `mkdocs` script, its bin/ folder would be first on sys.path and
+    # mkdocstrings would find the `scanbench` console script there instead of the package
+    build = ["python", "-m", "mkdocs", "build", "--strict", "--site-dir", "site"]
+    session.run(*build, env={"NO_MKDOCS_2_WARNING": "1"})
     session.log("the manual: site/index.html")
 
 
