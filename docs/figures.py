@@ -43,11 +43,11 @@ def command_help(command: str = "") -> str:
     os.environ["COLUMNS"] = "80"  # argparse wraps to the terminal; fixed for the docs
     parser = build_parser()
     if command:
-        subparsers = next(
-            a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
-        )
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         if command not in subparsers.choices:
-            raise KeyError(f"no scanbench command {command!r}; choose one of {list(subparsers.choices)}")
+            raise KeyError(
+                f"no scanbench command {command!r}; choose one of {list(subparsers.choices)}"
+            )
         parser = subparsers.choices[command]
     out = io.StringIO()
     with redirect_stdout(out):
@@ -133,12 +133,11 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
 def readme_block(path: Path = ROOT / README_RESULTS) -> str:
     """The README's sample: the smoke run's TDMA timing table, trimmed to a few columns."""
     table = _table(load_run(path), "tridiagonal", "smoke")
-    wanted = [c for c in table.timing.columns if c in ("backend", "strategy", "median", "speedup", "x BW bound")]
-    keep = table.timing[wanted] if wanted else table.timing
+    prefixes = ("backend", "strategy", "median", "speedup", "x BW bound")
+    keep = table.timing[[c for c in table.timing.columns if c.startswith(prefixes)]]
     return (
-        f"{README_BEGIN} {README_RESULTS} by `python docs/figures.py`; "
-        f"{provenance(load_run(path), path).strip('*')} -->\n\n"
-        f"{_markdown(keep)}\n\n{README_END}"
+        f"{README_BEGIN} {README_RESULTS} by `python docs/figures.py` -->\n\n"
+        f"{_markdown(keep)}\n\n{provenance(load_run(path), path)}\n\n{README_END}"
     )
 
 

@@ -26,7 +26,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 RUNNABLE = {"python": "python", "bash": "bash", "sh": "bash", "shell": "bash", "console": "bash"}
-FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```\s*$", re.M | re.S)
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```\s*$", re.M | re.S
+)
 DIRECTIVE = re.compile(r"<!--\s*(?P<kind>notest|file):\s*(?P<value>.*?)\s*-->\s*$")
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
@@ -54,7 +56,13 @@ def blocks(page: Path) -> list[Block]:
         directive = DIRECTIVE.search(before)
         body = re.sub(rf"^{match['indent']}", "", match["body"], flags=re.M)
         found.append(
-            Block(page, line, language, body, (directive["kind"], directive["value"]) if directive else None)
+            Block(
+                page,
+                line,
+                language,
+                body,
+                (directive["kind"], directive["value"]) if directive else None,
+            )
         )
     return found
 
@@ -95,9 +103,8 @@ def run_page(page: Path, where: Path) -> None:
                 text=True,
                 timeout=900,
             )
-            assert done.returncode == 0, (
-                f"{block.where}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-            )
+            tail = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            assert done.returncode == 0, f"{block.where}: exit {done.returncode}\n{tail}"
     finally:
         os.chdir(previous)
 
@@ -113,7 +120,9 @@ def test_every_skipped_example_says_why_and_every_example_is_fenced_with_its_lan
         for block in blocks(page):
             if block.directive and block.directive[0] == "notest":
                 assert block.directive[1], f"{block.where}: notest needs a reason"
-            assert block.language, f"{block.where}: give the block's language (```python, ```bash, ```text)"
+            assert block.language, (
+                f"{block.where}: give the block's language (```python, ```bash, ```text)"
+            )
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
@@ -127,9 +136,17 @@ def test_every_relative_link_resolves(page):
         assert path.exists(), f"{page.relative_to(ROOT)}: broken link {target}"
 
 
-def test_the_readme_is_a_short_front_door():
-    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= 200
-    dated = [line for line in lines if re.search(r"\b20\d\d-\d\d-\d\d\b|this VM", line)]
-    generated = [line for line in dated if "generated from" in line]
-    assert dated == generated, "dates and machine notes belong in docs/performance-log.md"
+def test_the_readme_is_a_short_front_door_whose_figure_is_generated():
+    """At most 200 lines; dates and machine notes only inside the block generated from
+    a results file, which is what `docs/figures.py` draws from it today."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    sys.path.insert(0, str(ROOT / "docs"))
+    import figures
+
+    block = figures.readme_block()
+    assert block in text, "README's generated block is stale: run `python docs/figures.py`"
+    outside = text.replace(block, "")
+    assert not re.search(r"\b20\d\d-\d\d-\d\d|this VM|this machine", outside), (
+        "dates and machine notes belong in docs/performance-log.md"
+    )

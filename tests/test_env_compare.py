@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -153,8 +152,3 @@ def test_two_jax_versions_on_a_tdma_and_an_mppi_cell(tmp_path, quick_gates):
         argv += ["--b-requirements", requirement]
     assert main(argv) in (0, 1)
     assert "mppi_tuning/scanned/smoke" in md.read_text()
-
-
-def test_compare_is_documented():
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    assert "scanbench compare" in readme

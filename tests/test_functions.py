@@ -23,17 +23,56 @@ from tests.conftest import outer_pytest_free
 
 ROOT = Path(__file__).parent.parent
 QUICK = TimingConfig(warmup=0, min_time_s=0.0, min_count=3, max_time_s=0.3)
-README_BLOCK = "# notebook example (tests/test_functions.py runs this block as written)\n"
+NOTEBOOK = """\
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from scanbench import compare, profile, report
+
+
+def step(c, x):
+    return 0.9 * c + x
+
+
+jitted_step = jax.jit(step)
+
+
+def loop(xs):  # one jitted call per row, from Python
+    c = jnp.zeros(xs.shape[1:])
+    for x in xs:
+        c = jitted_step(c, x)
+    return c
+
+
+@jax.jit
+def scan(xs):  # the whole loop in one call
+    return jax.lax.scan(lambda c, x: (step(c, x), None), jnp.zeros(xs.shape[1:]), xs)[0]
+
+
+@jax.jit
+def vmap(xs):  # the closed form, vectorised over the rows
+    weights = 0.9 ** jnp.arange(xs.shape[0] - 1, -1, -1, dtype=xs.dtype)
+    return jax.vmap(jnp.multiply, in_axes=(0, 0))(weights, xs).sum(axis=0)
+
+
+xs = jnp.asarray(np.random.default_rng(0).standard_normal((200, 1000)), jnp.float32)
+table = compare({"loop": loop, "vmap": vmap, "scan": scan}, xs, reference="loop", rtol=1e-4)
+print(table[["median_s", "speedup", "dispatches", "h2d", "max_error"]])
+print(table.loc["loop", "diagnosis"])
+print(profile(scan, xs).text())
+markdown = report(table, md="results/notebook.md", html="results/notebook.html")
+"""
 
 
 @pytest.mark.solo  # the diagnosis reads measured shares: the other xdist worker skews them
-def test_the_readme_example_runs_as_written(tmp_path, monkeypatch, capsys):
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split(README_BLOCK, 1)[1].split("```", 1)[0]
+def test_a_notebook_session_compares_profiles_and_reports(tmp_path, monkeypatch, capsys):
+    """Loop, vmap and scan of one recurrence, as a user's notebook would write them."""
+    block = NOTEBOOK
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results").mkdir()
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "notebook", "exec"), namespace)
     table = namespace["table"]
     assert list(table.index) == ["loop", "vmap", "scan"]
     assert (table["status"] == "ok").all() and table.loc["loop", "speedup"] == 1.0
