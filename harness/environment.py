@@ -56,13 +56,21 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
     return commit + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def _own_commit() -> str | None:
-    """The commit of the checkout scanbench is imported from, if it is one (an editable
-    install); a wheel's copy in site-packages has none."""
-    here = Path(__file__).resolve().parent
-    if "site-packages" in here.parts or not (here.parent / ".git").exists():
+def own_checkout() -> Path | None:
+    """The checkout scanbench is imported from (an editable install of a clone), or None
+    (installed from a wheel into site-packages)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        project = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
         return None
-    return git_commit(here)
+    return root if 'name = "scanbench"' in project else None
+
+
+def _own_commit() -> str | None:
+    """The commit of the checkout scanbench is imported from, if it is one."""
+    root = own_checkout()
+    return git_commit(root) if root is not None and (root / ".git").exists() else None
 
 
 def device_info() -> dict[str, Any]:

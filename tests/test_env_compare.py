@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +18,9 @@ from scanbench.gate.environments import (
     requirement_venv,
     venv_path,
 )
-from scanbench.gate.interleave import CANDIDATE_ROOT
 from scanbench.gate.render import comparison_markdown
+
+CANDIDATE_ROOT = Path(__file__).resolve().parent.parent  # this checkout of scanbench
 
 NO_FUSION = "XLA_FLAGS=--xla_disable_hlo_passes=fusion"
 

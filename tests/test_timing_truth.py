@@ -33,10 +33,12 @@ from scanbench.execution.cells import Cell
 from scanbench.execution.launcher import run_cell_in_worker
 from scanbench.execution.worker import run_cell
 from scanbench.factories import is_ready_run
-from scanbench.gate.interleave import CANDIDATE_ROOT, ServedCell, Side
+from scanbench.gate.interleave import ServedCell, Side
 from scanbench.gate.rules import BaselineRule
 from scanbench.timing import TimingConfig
 from tests.conftest import BACKEND_PAIRS, bundled, outer_pytest_free
+
+CANDIDATE_ROOT = Path(__file__).resolve().parent.parent  # this checkout of scanbench
 
 ROOT = Path(__file__).parent.parent
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import user_repo
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
@@ -221,3 +223,18 @@ def test_the_trees_copy_of_an_installed_user_package_is_measured(installed, tmp_
         )
     finally:
         shutil.rmtree(stale)
+
+
+def test_the_gate_compares_revisions_of_the_users_repository(installed, tmp_path):
+    """Installed from the wheel (no checkout of scanbench anywhere): `--against` takes a
+    revision of the user's repository, each side importing its own tree's package."""
+    bin_dir, _ = installed
+    repo = user_repo.make(tmp_path / "repo")
+    user_repo.commit(repo, user_repo.SLOW, "smooth in a Python loop")
+    command = [str(bin_dir / "scanbench"), "gate", "--gates", "bench/gates.toml", "--against"]
+    done = subprocess.run(
+        [*command, "HEAD~1"], cwd=repo, env=_tool_env(), capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "smoothing/smooth/smoke" in done.stdout and "head adds" in done.stdout

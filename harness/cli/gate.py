@@ -37,6 +37,13 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     parser.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
     parser.add_argument("--md", help="also write the markdown section here")
+    parser.add_argument(
+        "--github",
+        action="store_true",
+        help="in GitHub Actions: the verdict also as the job summary ($GITHUB_STEP_SUMMARY, "
+        "cut under 1 MiB), one annotation per failed or inconclusive rule, and step outputs "
+        "($GITHUB_OUTPUT: verdict, passed, failed, inconclusive)",
+    )
     parser.add_argument("--timeout", type=positive(float, "--timeout"), default=900.0)
     return parser
 
@@ -45,12 +52,17 @@ def run(args: argparse.Namespace) -> int:
     # the process machinery and SciPy: not for --help
     from ..gate import command
     from ..gate.decide import failing
+    from ..gate.github import publish
     from ..gate.render import calibration_markdown, markdown
     from ..gate.rules import load_gates
 
     gates = load_gates(args.gates)
     if args.inject_slowdown != 1.0 and not args.aa:
         raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
+    mode = (
+        "update-counts" if args.update_counts else "against" if args.against or args.aa else "rules"
+    )
+    command.check(gates, mode)
     if args.update_counts:
         path = command.update_counts(gates, args.timeout)
         print(f"counts: {path}", file=sys.stderr)
@@ -68,4 +80,7 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     if args.md:
         write_text_atomic(args.md, text)
+    if args.github:
+        for line in publish(text, verdicts):
+            print(line)
     return 1 if failing(verdicts, args.strict) else 0

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import tomli_w
 
-from ..api import InputError, Record
+from ..api import InputError, Record, UnknownNameError
 from ..execution.cells import Cell, cell
 from ..execution.launcher import count_cells, measuring, run_cells
-from ..sources import catalogue, load
+from ..sources import load, resolve
 from ..store import write_text_atomic
 from ..timing import TimingConfig
 from .decide import (
@@ -31,8 +31,8 @@ from .decide import (
     check_invariants,
     count_expectation,
 )
-from .interleave import CANDIDATE_ROOT, Side, compare, worktree
-from .rules import Gates
+from .interleave import Side, compare, project_root, worktree
+from .rules import BaselineRule, Gates
 
 INVARIANT_TIMING = TimingConfig(warmup=1, min_time_s=1.0, min_count=20, max_time_s=2.0)
 COUNT_HEADER = (
@@ -53,6 +53,63 @@ def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
         for record in run_cells(timed, measuring(INVARIANT_TIMING, timeout_s)):
             records[record.key] = record
     return [records[cell.key] for cell in cells]
+
+
+def counted_scenarios(gates: Gates) -> list[str]:
+    """The scenarios ``--update-counts`` records: ``[settings] scenarios``, else every
+    scenario the gate's rules name (names or sources, in order)."""
+    if gates.settings.scenarios:
+        return list(gates.settings.scenarios)
+    named = [rule.scenario for rule in (*gates.counts, *gates.invariants, *gates.baselines)]
+    return list(dict.fromkeys(named))
+
+
+def check(gates: Gates, mode: str) -> None:
+    """Every name of the gate file, checked before anything runs, whatever the mode: each
+    rule's scenario, backends, size and dtype; ``count_size`` in every counted scenario;
+    every ``count_exclude`` entry. A gate that would decide nothing is a usage error too
+    (exit 2): in CI a typo must not turn the gate green.
+
+    ``mode``: ``rules`` (counts and invariants), ``update-counts`` or ``against``.
+
+    Raises:
+        InputError / UnknownNameError: naming the file, the rule and the allowed values.
+    """
+    where = str(gates.path)
+    for invariant in gates.invariants:
+        for backend in (invariant.faster, invariant.slower):
+            cell(invariant.scenario, backend, invariant.size, invariant.dtype)
+    for baseline in gates.baselines:
+        cell(baseline.scenario, baseline.backend, baseline.size, baseline.dtype)
+    for rule in gates.counts:
+        cell(rule.scenario, rule.backend, rule.size, rule.dtype)
+    counted = counted_scenarios(gates)
+    loaded = {name: load(resolve(name)) for name in counted}
+    for scenario in loaded.values():
+        scenario.size(gates.settings.count_size)  # UnknownNameError names the choices
+    backends = {f"{s.name}/{b}" for s in loaded.values() for b in s.backends}
+    for excluded in gates.settings.count_exclude:
+        if excluded not in backends:
+            choices = sorted(backends) or ["(no counted scenario)"]
+            raise UnknownNameError("count_exclude entry", excluded, choices, where)
+    if mode == "update-counts" and not counted:
+        raise InputError(
+            f"{where}: no scenario to count: name them in [settings] scenarios, e.g. "
+            'scenarios = ["bench/scenario.py:SCENARIO"]'
+        )
+    if mode == "against" and not gates.baselines:
+        raise InputError(f"{where} declares no [[baseline]] rules to compare")
+    if mode == "rules" and not gates.counts and not gates.invariants:
+        if counted and not gates.counts_path.exists():
+            raise InputError(
+                f"{where}: the counts file {gates.counts_path} does not exist; write it with "
+                f"`scanbench gate --gates {where} --update-counts` and commit it"
+            )
+        raise InputError(
+            f"{where}: this gate decides nothing (no [[invariant]] rules and no counts in "
+            f"{gates.counts_path}); add rules, or run --update-counts, or --against REV "
+            "for [[baseline]] rules"
+        )
 
 
 def rules_and_invariants(
@@ -82,15 +139,18 @@ def rules_and_invariants(
 
 
 def update_counts(gates: Gates, timeout_s: float) -> Path:
-    """Measure every backend's counts at ``count_size`` and write the counts file."""
+    """Measure the counts of every backend of the counted scenarios (`counted_scenarios`)
+    at ``count_size`` and write the counts file."""
     excluded = set(gates.settings.count_exclude)
     cells = {}
-    for name, source in catalogue().items():
+    for name in counted_scenarios(gates):
+        source = resolve(name)
         scenario = load(source)
         for backend in scenario.backends.values():
             size = gates.settings.count_size
-            if f"{name}/{backend.name}" not in excluded and backend.runs_at(size):
-                cells[Cell(name, backend.name, size, scenario.dtypes[0], 0, source)] = False
+            if f"{scenario.name}/{backend.name}" not in excluded and backend.runs_at(size):
+                cell_ = Cell(scenario.name, backend.name, size, scenario.dtypes[0], 0, source)
+                cells[cell_] = False
     records = _measure(cells, timeout_s)
     failed = [f"{r.scenario}/{r.backend}: {r.error}" for r in records if r.status != "ok"]
     if failed:
@@ -102,12 +162,24 @@ def update_counts(gates: Gates, timeout_s: float) -> Path:
 
 
 def against(gates: Gates, revision: str, timeout_s: float) -> list[Verdict]:
-    """The ``[[baseline]]`` rules: ``revision`` (a worktree) vs this checkout."""
-    if not gates.baselines:
-        raise InputError(f"{gates.path} declares no [[baseline]] rules to compare")
-    with worktree(revision) as path:
-        sides = {"baseline": Side(path), "candidate": Side(CANDIDATE_ROOT)}
-        return compare(gates.baselines, sides, gates.settings, timeout_s)
+    """The ``[[baseline]]`` rules: ``revision`` of the project scanbench runs in (in a
+    temporary git worktree) vs its checkout as it is, each side importing its own tree's
+    code and scenario files, both timed by this installation's loop; every verdict says
+    what differs between the sides (`scanbench.gate.explain`)."""
+    rules = [named(rule) for rule in gates.baselines]
+    repository = project_root()
+    with worktree(revision, repository) as path:
+        sides = {
+            "baseline": Side(path, home=repository),
+            "candidate": Side(repository, home=repository),
+        }
+        return compare(rules, sides, gates.settings, timeout_s, explain=True)
+
+
+def named(rule: BaselineRule) -> BaselineRule:
+    """The rule labelled with its scenario's name (a rule may name a source)."""
+    measured = cell(rule.scenario, rule.backend, rule.size, rule.dtype)
+    return dataclasses.replace(rule, name=measured.scenario)
 
 
 def calibrate(
@@ -119,9 +191,11 @@ def calibrate(
     """`--aa`: this checkout on both sides, ``repetitions`` times."""
     if not gates.baselines:
         raise InputError(f"{gates.path} declares no [[baseline]] rules to calibrate")
-    sides = {"baseline": Side(CANDIDATE_ROOT), "candidate": Side(CANDIDATE_ROOT, slowdown)}
+    repository = project_root()
+    sides = {"baseline": Side(repository), "candidate": Side(repository, slowdown)}
+    rules = [named(rule) for rule in gates.baselines]
     runs = tuple(
-        tuple(compare(gates.baselines, sides, gates.settings, timeout_s, rep))
+        tuple(compare(rules, sides, gates.settings, timeout_s, rep))
         for rep in range(repetitions)
     )
     failing = sum(any(v.outcome == Outcome.FAIL for v in verdicts) for verdicts in runs)

@@ -31,7 +31,7 @@ from ..statistics import median_interval
 from ..timing import TimingConfig
 from .decide import paired_decision
 from .environments import Environment, probe, requirement_venv
-from .interleave import CANDIDATE_ROOT, Side, measure_blocks
+from .interleave import Side, measure_blocks, project_root
 from .rules import BaselineRule, Settings
 
 
@@ -93,12 +93,13 @@ class SideSpec:
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
-def prepare_side(spec: SideSpec, root: Path = CANDIDATE_ROOT) -> Environment:
+def prepare_side(spec: SideSpec, root: Path | None = None) -> Environment:
     """The side ready to measure: its venv built (cached) when it names requirements,
     then probed (it must import jax and the project)."""
     if spec.python and spec.requirements:
         flag = spec.label.lower()
         raise InputError(f"--{flag}-python and --{flag}-requirements: give one of them")
+    root = root or project_root()
     python = spec.python
     if spec.requirements:
         print(f"side {spec.label}: venv with {' '.join(spec.requirements)}", file=sys.stderr)
@@ -129,19 +130,20 @@ def compare_cell(
     settings: Settings,
     seed: int,
     timeout_s: float,
-    root: Path = CANDIDATE_ROOT,
+    root: Path | None = None,
 ) -> CellComparison:
     """Interleaved blocks of A (``baseline``) and B (``candidate``), a verdict confirmed
     by a fresh re-run when it says *slower* or *faster*, and the counts of each side."""
+    root = root or project_root()
     served = {
         side: Side(root, python=env.python, environ=dict(env.environ))
         for side, env in sides.items()
     }
-    blocks, _ = measure_blocks(rule, served, settings, seed, timeout_s)
+    blocks = measure_blocks(rule, served, settings, seed, timeout_s).blocks
     verdict, slower, _ = _verdict(rule, settings, blocks, seed)
     detail = ""
     if verdict != SAME:  # as the gate does: a change must show twice, in fresh processes
-        again, _ = measure_blocks(rule, served, settings, seed + 1, timeout_s)
+        again = measure_blocks(rule, served, settings, seed + 1, timeout_s).blocks
         confirmed, _, _ = _verdict(rule, settings, again, seed + 1)
         if confirmed != verdict:
             detail = f"first measurement said {verdict}; the re-run did not confirm it"

@@ -20,6 +20,7 @@ import numpy as np
 from ..api import Record
 from ..counts import GATED, KEYS
 from ..statistics import median_interval, ratio_interval
+from .explain import Difference
 from .rules import CountRule, Invariant
 
 TOLERANCE = 1e-9  # counts are exact; this only absorbs float scaling (MPPI: x generations)
@@ -111,6 +112,9 @@ class Verdict:
     ratio: RatioFinding | None = None
     baseline: BaselineFinding | None = None
     reason: str = ""
+    # a baseline comparison: what differs between the two sides' facts (None: not known)
+    differences: tuple[Difference, ...] | None = None
+    explain_error: str = ""  # why the facts of a side could not be had
 
 
 @dataclasses.dataclass(frozen=True)

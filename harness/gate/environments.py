@@ -6,7 +6,8 @@ together with this project, into a cached venv the command creates under
 ``~/.cache/scanbench/venvs`` (``$SCANBENCH_CACHE`` overrides), named by a hash of the
 interpreter version and the requirements, built in a temporary folder and renamed into
 place when complete. ``--a-env NAME=VALUE`` adds variables (``XLA_FLAGS``, ``JAX_*``).
-The measured code is this checkout's on both sides (``PYTHONPATH``).
+The measured code is the project's (the git work tree scanbench runs in) on both sides:
+each side imports it from there first (`scanbench.import_path`).
 
 Every side is probed before anything is measured: it must import jax and the project,
 and its jax must be one the project supports (``MIN_JAX``), else one clean line.
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..api import HarnessError, InputError
+from ..environment import own_checkout
 from ..import_path import with_import_root
 
 MIN_JAX = (0, 10)  # pyproject.toml: jax>=0.10
@@ -74,6 +76,13 @@ def parse_assignments(items: Sequence[str], option: str) -> dict[str, str]:
     return out
 
 
+def scanbench_checkout(root: Path) -> bool:
+    """Whether ``root`` is the checkout this scanbench is imported from (then both sides
+    must import scanbench from it: scanbench's own code is what is measured)."""
+    checkout = own_checkout()
+    return checkout is not None and checkout == Path(root).resolve()
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("SCANBENCH_CACHE") or Path.home() / ".cache" / "scanbench")
 
@@ -95,9 +104,25 @@ def venv_path(requirements: Sequence[str], root: Path, python: str = sys.executa
 def requirement_venv(
     requirements: Sequence[str], root: Path, python: str = sys.executable, timeout_s=1800.0
 ) -> str:
-    """The interpreter of the cached venv holding this project and ``requirements``,
-    created (``python -m venv`` + ``pip install -e ROOT REQUIREMENTS``: editable, so the
-    venv measures ROOT's code as it is now) when missing."""
+    """The interpreter of the cached venv holding ``requirements``, scanbench (editable,
+    from its checkout) and the project at ``root`` (editable, when it is a package),
+    created when missing (``python -m venv`` + ``pip install``): editable, so the venv
+    measures the code as it is now.
+
+    Raises:
+        InputError: scanbench is installed from a wheel (no checkout to install).
+    """
+    checkout = own_checkout()
+    if checkout is None:
+        raise InputError(
+            "a side given by requirements is built from scanbench's checkout, and this "
+            "scanbench is installed from a wheel: give the side's interpreter instead "
+            "(--a-python / --b-python)"
+        )
+    packages = ["-e", str(checkout)]
+    root = Path(root).resolve()
+    if root != checkout and any((root / name).exists() for name in ("pyproject.toml", "setup.py")):
+        packages += ["-e", str(root)]
     target = venv_path(requirements, root, python)
     interpreter = target / "bin" / "python"
     if interpreter.exists():
@@ -113,8 +138,7 @@ def requirement_venv(
                 "pip",
                 "install",
                 "-q",
-                "-e",
-                str(root),
+                *packages,
                 *requirements,
             ],
         ]
@@ -143,7 +167,8 @@ def probe(label: str, python: str, environ: Mapping[str, str], root: Path) -> En
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise HarnessError(f"{label}: {python} cannot import jax and the project: {last}")
     versions = json.loads(done.stdout.strip().splitlines()[-1])
-    if Path(versions["scanbench"]).resolve().parent.parent != root.resolve():
+    imported = Path(versions["scanbench"]).resolve().parent
+    if scanbench_checkout(root) and imported.parent != root.resolve():
         raise HarnessError(
             f"{label}: {python} imports scanbench from {versions['scanbench']}, not from {root} "
             f"(install this checkout there: {python} -m pip install -e {root})"

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..api import HarnessError, InputError
-from ..import_path import with_import_root
+from ..import_path import import_root, with_import_root
 from ..sources import resolve
 from .decide import (
     BaselineFinding,
@@ -33,10 +33,10 @@ from .decide import (
     baseline_verdict,
     paired_decision,
 )
+from .explain import Difference, Facts, differences
 from .rules import BaselineRule, Settings
 
 SIDES = ("baseline", "candidate")
-CANDIDATE_ROOT = Path(__file__).resolve().parents[2]  # the checkout this harness is from
 SERVE = Path(__file__).resolve().parent / "serve.py"
 
 
@@ -60,16 +60,40 @@ def interleaved_blocks(
     return out
 
 
+def project_root(start: Path | None = None) -> Path:
+    """The project a gate or a comparison measures: the git work tree of the directory
+    scanbench runs in (its import root, `scanbench.import_path`), else that directory."""
+    start = Path(start or import_root())
+    done = subprocess.run(
+        ["git", "-C", str(start), "rev-parse", "--show-toplevel"], capture_output=True, text=True
+    )
+    return Path(done.stdout.strip()).resolve() if done.returncode == 0 else start.resolve()
+
+
 @dataclasses.dataclass(frozen=True)
 class Side:
-    """Where a side's code lives, the interpreter and extra environment variables it runs
-    with (`scanbench compare`: same code, another jax or XLA_FLAGS), and the test-only
-    slowdown factor applied to it."""
+    """Where a side's code lives (its tree: imported from there first, its scenario files
+    read there), the interpreter and extra environment variables it runs with (`scanbench
+    compare`: same code, another jax or XLA_FLAGS), and the test-only slowdown factor
+    applied to it. ``home`` is the tree the rules' file sources are written against (the
+    checkout the command runs in): a baseline worktree reads the same relative paths in
+    its own tree."""
 
     root: Path
     slowdown: float = 1.0
     python: str | None = None  # None: this interpreter
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    home: Path | None = None  # None: the side's own root
+
+    def source(self, source: str) -> str:
+        """``source`` as this side reads it: a file inside `home` from the same place in
+        this side's tree; module sources are imported from the tree anyway."""
+        target, colon, attribute = source.rpartition(":")
+        home = (self.home or self.root).resolve()
+        path = Path(target)
+        if not target.endswith(".py") or not path.is_absolute() or not path.is_relative_to(home):
+            return source
+        return f"{self.root / path.relative_to(home)}{colon}{attribute}"
 
 
 def worker_cpus(pin: bool) -> list[int] | None:
@@ -83,7 +107,12 @@ def worker_cpus(pin: bool) -> list[int] | None:
 
 
 class ServedCell:
-    """A `harness/gate/serve.py` worker for one cell of one side (a context manager)."""
+    """A `harness/gate/serve.py` worker for one cell of one side (a context manager).
+
+    The worker imports the side's tree first (`scanbench.import_path`); it reports where
+    the scenario's modules came from, and a side that imported a module from ``others``
+    (the other side's tree: an installed copy ahead of its own, say) is refused with the
+    module named: it would not measure its own code."""
 
     def __init__(
         self,
@@ -91,9 +120,10 @@ class ServedCell:
         side: Side,
         timeout_s: float,
         cpus: list[int] | None = None,
+        others: Sequence[Path] = (),
     ):
         spec = {
-            "source": resolve(rule.scenario),
+            "source": side.source(resolve(rule.scenario)),
             "scenario": rule.scenario,
             "backend": rule.backend,
             "size": rule.size,
@@ -120,13 +150,31 @@ class ServedCell:
         ready = self._reply()
         self.call_s = float(ready.get("call_s", 0.0))  # one warm call, timed
         self.versions = dict(ready.get("versions") or {})  # jax, jaxlib, python of the side
-        imported = Path(ready["harness"]).resolve()
-        if side.root.resolve() not in imported.parents:
-            self.close()
-            raise HarnessError(
-                f"{self.label}: the worker imported harness from {imported.parent}, not from "
-                f"{side.root}; is another scanbench installed non-editable?"
-            )
+        self.imported = dict(ready.get("imported") or {})  # module -> file it came from
+        for module, location in self.imported.items():
+            foreign = [other for other in others if Path(location).is_relative_to(other)]
+            if foreign:
+                self.close()
+                raise HarnessError(
+                    f"{self.label}: the side at {side.root} imported {module} from "
+                    f"{location}, in the other side's tree ({foreign[0]}), so it would not "
+                    "measure its own code (an installed copy or a PYTHONPATH entry ahead of "
+                    "its tree?); make the package importable from each tree's root, e.g. "
+                    "PYTHONPATH=src with a relative entry, which each side reads in its tree"
+                )
+
+    def explain(self) -> tuple[Facts | None, str]:
+        """The side's facts (`scanbench.gate.explain`), measured after its timed blocks;
+        (None, why) when they cannot be had."""
+        self.process.stdin.write(json.dumps({"explain": True}) + "\n")
+        self.process.stdin.flush()
+        try:
+            reply = self._reply()
+        except HarnessError as error:
+            return None, str(error)
+        if "facts" not in reply:
+            return None, str(reply.get("facts_error", "no facts"))
+        return Facts.from_json(reply["facts"]), ""
 
     def _reply(self) -> dict:
         readable, _, _ = select.select([self.process.stdout], [], [], self.timeout_s)
@@ -178,15 +226,35 @@ def _round_robin(workers: Sequence[ServedCell]) -> Callable[[int], list[float]]:
     return lambda count: workers[next(calls) % len(workers)].samples(count)
 
 
+@dataclasses.dataclass(frozen=True)
+class Blocks:
+    """What one interleaved measurement of a cell gave: the blocks of each side, each
+    side's versions as its worker reported them, and, when asked, each side's facts
+    (`scanbench.gate.explain`, measured after the blocks) or why there are none."""
+
+    blocks: Mapping[str, list[list[float]]]
+    versions: Mapping[str, Mapping[str, str]]
+    facts: Mapping[str, Facts | None] = dataclasses.field(default_factory=dict)
+    facts_errors: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def differences(self) -> tuple[Difference, ...] | None:
+        """What differs between the two sides' facts; None when either has none."""
+        baseline, candidate = (self.facts.get(side) for side in SIDES)
+        if baseline is None or candidate is None:
+            return None
+        return differences(baseline, candidate)
+
+
 def measure_blocks(
     rule: BaselineRule,
     sides: Mapping[str, Side],
     settings: Settings,
     seed: int,
     timeout_s: float,
-) -> tuple[dict[str, list[list[float]]], dict[str, dict[str, str]]]:
-    """Fresh workers for both sides, interleaved blocks: (blocks per side, each side's
-    versions as its worker reported them).
+    explain: bool = False,
+) -> Blocks:
+    """Fresh workers for both sides, interleaved blocks, then (``explain``) each side's
+    facts from its first worker.
 
     With ``worker_pairs`` = k, each side runs k workers, started in alternating order
     (baseline first for even pairs, candidate first for odd ones), and block b is taken
@@ -196,11 +264,13 @@ def measure_blocks(
     settings = rule.settings(settings)
     cpus = worker_cpus(settings.pin_workers)
     pairs = settings.worker_pairs
+    roots = {side: Path(sides[side].root).resolve() for side in SIDES}
     with contextlib.ExitStack() as stack:
         workers: dict[str, list[ServedCell]] = {side: [] for side in SIDES}
         for pair in range(pairs):
             for side in SIDES if pair % 2 == 0 else SIDES[::-1]:
-                worker = ServedCell(rule, sides[side], timeout_s, cpus)
+                others = [root for name, root in roots.items() if root != roots[side]]
+                worker = ServedCell(rule, sides[side], timeout_s, cpus, others)
                 workers[side].append(stack.enter_context(worker))
         blocks = interleaved_blocks(
             {side: _round_robin(workers[side]) for side in SIDES},
@@ -208,7 +278,13 @@ def measure_blocks(
             samples_per_block(settings, workers["baseline"][0].call_s),
             seed,
         )
-    return blocks, {side: workers[side][0].versions for side in SIDES}
+        facts, errors = {}, {}
+        for side in SIDES if explain else ():
+            facts[side], why = workers[side][0].explain()
+            if why:
+                errors[side] = why
+    versions = {side: workers[side][0].versions for side in SIDES}
+    return Blocks(blocks, versions, facts, errors)
 
 
 def measure_pair(
@@ -217,17 +293,19 @@ def measure_pair(
     settings: Settings,
     seed: int,
     timeout_s: float,
-) -> PairedDecision:
+    explain: bool = False,
+) -> tuple[PairedDecision, Blocks]:
     """`measure_blocks`, then one paired decision."""
-    blocks, _ = measure_blocks(rule, sides, settings, seed, timeout_s)
-    return paired_decision(
-        blocks["baseline"],
-        blocks["candidate"],
+    measured = measure_blocks(rule, sides, settings, seed, timeout_s, explain)
+    decision = paired_decision(
+        measured.blocks["baseline"],
+        measured.blocks["candidate"],
         rule.delta,
         rule.floor_s,
         settings.confidence,
         seed,
     )
+    return decision, measured
 
 
 def compare(
@@ -236,30 +314,41 @@ def compare(
     settings: Settings,
     timeout_s: float = 900.0,
     seed_offset: int = 0,
+    explain: bool = False,
 ) -> list[Verdict]:
     """One verdict per rule: fail only when the interleaved measurement and a confirming
-    re-run in fresh processes are both suspect."""
+    re-run in fresh processes are both suspect. With ``explain``, each verdict carries
+    what differs between the two sides (`scanbench.gate.explain`) as the first
+    measurement's workers found it."""
     verdicts = []
     for index, rule in enumerate(rules):
         seed = settings.seed + 1000 * seed_offset + 2 * index
-        measurements = (measure_pair(rule, sides, settings, seed, timeout_s),)
-        if measurements[0].suspect:
-            measurements += (measure_pair(rule, sides, settings, seed + 1, timeout_s),)
+        first, measured = measure_pair(rule, sides, settings, seed, timeout_s, explain)
+        measurements = (first,)
+        if first.suspect:
+            measurements += (measure_pair(rule, sides, settings, seed + 1, timeout_s)[0],)
         finding = BaselineFinding(rule.delta, rule.floor_s, settings.confidence, measurements)
-        verdicts.append(baseline_verdict(rule.label, finding))
+        verdict = baseline_verdict(rule.label, finding)
+        if explain:
+            why = "; ".join(f"{side}: {error}" for side, error in measured.facts_errors.items())
+            verdict = dataclasses.replace(
+                verdict, differences=measured.differences(), explain_error=why
+            )
+        verdicts.append(verdict)
     return verdicts
 
 
 @contextlib.contextmanager
-def worktree(revision: str) -> Iterator[Path]:
-    """A temporary git worktree of ``revision`` of the candidate's repository."""
+def worktree(revision: str, repository: Path) -> Iterator[Path]:
+    """A temporary git worktree of ``revision`` of ``repository`` (the project the gate
+    runs in: `project_root`)."""
 
-    def git(*args: str, cwd: Path = CANDIDATE_ROOT) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=repository, capture_output=True, text=True)
 
     resolved = git("rev-parse", "--verify", f"{revision}^{{commit}}")
     if resolved.returncode != 0:
-        raise InputError(f"--against {revision!r}: not a commit of {CANDIDATE_ROOT}")
+        raise InputError(f"--against {revision!r}: not a commit of {repository}")
     with tempfile.TemporaryDirectory(prefix="scanbench-baseline-") as tmp:
         path = Path(tmp) / "baseline"
         added = git("worktree", "add", "--detach", str(path), resolved.stdout.strip())

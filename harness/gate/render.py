@@ -20,20 +20,90 @@ from .decide import (
     RatioFinding,
     Verdict,
 )
+from .explain import Difference
 
 ORDER = {Outcome.FAIL: 0, Outcome.INCONCLUSIVE: 1, Outcome.PASS: 2}
+
+
+# how an explanation names a per-call count (singular; `_many` makes the plural)
+NOUNS = {
+    "h2d": "host-to-device transfer",
+    "d2h": "device-to-host transfer",
+    "host_conversions": "host conversion",
+    "compiles": "compilation",
+    "traces": "trace",
+    "dispatches": "dispatch",
+    "launch_equivalent": "GPU launch equivalent",
+    "kernels": "kernel",
+}
+
+
+def _many(noun: str, count: float) -> str:
+    plural = noun + ("es" if noun.endswith(("ch", "sh", "s")) else "s")
+    return f"{count:g} {noun if count == 1 else plural}"
 
 
 def _count_problem(finding: CountFinding) -> str:
     if finding.value is None:
         return f"{finding.key}: no number ({finding.missing})"
-    text = f"{finding.key} {finding.value:g} > {finding.limit:g} expected"
+    grew = finding.value - finding.limit
+    noun = NOUNS.get(finding.key, finding.key)
+    text = (
+        f"{_many(noun, grew)} more per call than expected "
+        f"({finding.key} {finding.limit:g} -> {finding.value:g})"
+    )
     if finding.grown:
         grown = [f"{name} {before:g} -> {after:g}" for name, before, after in finding.grown[:5]]
-        return f"{text}; grew: {', '.join(grown)}"
+        return f"{text}, in {', '.join(grown)}"
     if KEYS[finding.key].breakdown is not None:
-        return f"{text}; grew: (breakdown unchanged)"
+        return f"{text}; its breakdown is unchanged"
     return f"{text}; `scanbench profile` shows where the transfers happen"
+
+
+def _bytes(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return str(value)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:g} B"
+
+
+def _difference(difference: Difference) -> str:
+    """One difference between the sides, as a reviewer would say it (head vs base)."""
+    before, after = difference.before, difference.after
+    if difference.aspect == "counts":
+        noun = NOUNS.get(difference.name, difference.name)
+        if before is None or after is None:
+            return f"{difference.name} per call {before} -> {after}"
+        verb = "adds" if after > before else "removes"
+        return f"head {verb} {_many(noun, abs(after - before))} per call ({before:g} -> {after:g})"
+    if difference.aspect == "hlo":
+        executable, _, what = difference.name.partition("/")
+        if what in ("argument_bytes", "temp_bytes"):
+            label = "arguments" if what == "argument_bytes" else "temporaries"
+            return f"{executable}: {label} {_bytes(before)} -> {_bytes(after)}"
+        if what == "fusions" or what.endswith("body kernels"):
+            more = "more" if after > before else "fewer"
+            place = (
+                "" if what == "fusions" else f" in the body of {what.removesuffix(' body kernels')}"
+            )
+            noun = "fusions" if what == "fusions" else "kernels"
+            return f"{executable}: {abs(after - before)} {more} {noun}{place} ({before} -> {after})"
+        return f"{executable}: {what} {before} -> {after}"
+    return f"{difference.name} {before!r} -> {after!r}"
+
+
+def explanation(verdict: Verdict) -> str:
+    """What differs between the two sides of a baseline comparison, counts first; says so
+    when nothing did (a pure time change) or when the facts could not be had."""
+    if verdict.differences is None:
+        return f"not explained ({verdict.explain_error})" if verdict.explain_error else ""
+    if not verdict.differences:
+        return "no count, HLO or environment difference: a pure time change"
+    shown = [_difference(d) for d in verdict.differences[:6]]
+    more = len(verdict.differences) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more differences" if more > 0 else "")
 
 
 def _counts(findings: Sequence[CountFinding]) -> str:
@@ -80,8 +150,12 @@ def _baseline(finding: BaselineFinding) -> str:
 
 
 def describe(verdict: Verdict) -> str:
-    """The numbers behind one verdict, as one line."""
+    """The numbers behind one verdict, as one line, led by what changed between the sides
+    of a baseline comparison."""
     parts = [verdict.reason] if verdict.reason else []
+    why = explanation(verdict)
+    if why:
+        parts.insert(0, why)
     if verdict.counts:
         parts.append(_counts(verdict.counts))
     if verdict.ratio is not None:

@@ -5,6 +5,7 @@
     [settings]
     counts_file = "counts.toml"  # count expectations, written by `scanbench gate --update-counts`
     count_size = "smoke"         # the size counts are taken at
+    scenarios = ["tridiagonal"]  # whose counts --update-counts records (default: the rules')
     count_exclude = ["mppi_tuning/sequential-eager"]
     confidence = 0.99            # bootstrap confidence of every time decision
     blocks = 20                  # --against: interleaved blocks per cell ...
@@ -55,6 +56,9 @@ class Settings:
     Attributes:
         counts_file: the counts file, beside the gate file.
         count_size: the size the count rules are recorded and checked at.
+        scenarios: the scenarios whose counts ``--update-counts`` records (names or
+            sources, e.g. ``"bench/scenario.py:SCENARIO"``, relative to the directory
+            scanbench runs in); default: every scenario the rules name.
         count_exclude: ``scenario/backend`` left out of ``--update-counts``.
         confidence: the confidence of every time decision (bootstrap intervals).
         blocks: interleaved blocks per baseline comparison.
@@ -69,6 +73,7 @@ class Settings:
 
     counts_file: str = "counts.toml"
     count_size: str = "smoke"
+    scenarios: tuple[str, ...] = ()
     count_exclude: tuple[str, ...] = ()
     confidence: float = 0.99
     blocks: int = 20
@@ -82,6 +87,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "count_exclude", tuple(self.count_exclude))
+        object.__setattr__(self, "scenarios", tuple(self.scenarios))
         for key in ("blocks", "samples_per_block", "delta", "worker_pairs"):
             _positive(getattr(self, key), f"[settings] {key}")
         for key in ("confidence", "floor_s", "block_time_s"):
@@ -155,10 +161,11 @@ class BaselineRule:
     dtype: str | None = None
     worker_pairs: int | None = None  # None: [settings] worker_pairs
     blocks: int | None = None  # None: [settings] blocks
+    name: str | None = None  # the scenario's name when ``scenario`` is a source (the label)
 
     @property
     def label(self) -> str:
-        return f"{self.scenario}/{self.backend}/{self.size}"
+        return f"{self.name or self.scenario}/{self.backend}/{self.size}"
 
     def settings(self, settings: Settings) -> Settings:
         """The gate's settings with this rule's own worker pairs and blocks."""

@@ -10,7 +10,9 @@ It imports the measured code from ROOT (`import_root`) and loads the scenario's 
 with ``scanbench.sources`` (only the public Scenario / Backend API, so older revisions
 work; one from before the one-name layout through ``harness.sources``), prepares the cell,
 checks its first output against the scenario's reference, warms up, then answers JSON
-lines on stdin: ``{"samples": k}`` -> ``{"samples": [s, ...]}`` (k timed calls). The calls
+lines on stdin: ``{"samples": k}`` -> ``{"samples": [s, ...]}`` (k timed calls), and
+``{"explain": true}`` -> ``{"facts": ...}`` (`scanbench.gate.explain`: one counted call,
+the HLO in short, the environment; asked after the timed blocks). The calls
 are timed by the *candidate's* timing loop (``timing.py`` beside this file's folder, loaded
 by path under a private package name, whatever ROOT holds): each waits for the whole
 output, as in the cell worker.
@@ -161,14 +163,34 @@ def serve(spec: dict, package: str, channel) -> None:
     factor = float(spec.get("slowdown", 1.0))
     (warm_s,) = timing.sample(backend.run, prepared, 1)  # warm-up, timed: sizes the blocks
     versions = {"jax": jax_version(), "jaxlib": jaxlib_version(), "python": sys.version.split()[0]}
-    reply = {"ready": True, "harness": measured_package(), "call_s": warm_s, "versions": versions}
+    reply = {
+        "ready": True,
+        "harness": measured_package(),
+        "imported": _candidate("sources").imported_from(spec["source"]),
+        "call_s": warm_s,
+        "versions": versions,
+    }
     channel.write(json.dumps(reply) + "\n")
     channel.flush()
     for line in sys.stdin:
-        samples = timing.sample(backend.run, prepared, int(json.loads(line)["samples"]))
+        request = json.loads(line)
+        if request.get("explain"):  # after the timed blocks: a counted call, the HLO
+            channel.write(json.dumps(_facts(backend, prepared)) + "\n")
+            channel.flush()
+            continue
+        samples = timing.sample(backend.run, prepared, int(request["samples"]))
         samples = slowed(samples, factor)
         channel.write(json.dumps({"samples": samples}) + "\n")
         channel.flush()
+
+
+def _facts(backend, prepared) -> dict:
+    """``{"facts": ...}`` of the prepared backend (the candidate's probes), or
+    ``{"facts_error": why}``: an explanation is information, the verdict stands without."""
+    try:
+        return {"facts": _candidate("probes.passes").cell_facts(backend, prepared)}
+    except Exception as error:
+        return {"facts_error": f"{type(error).__name__}: {error}"}
 
 
 def main(argv: list[str]) -> int:

@@ -234,3 +234,51 @@ def estimate(text: str) -> HloEstimate:
         copies_inside_loops=totals.copies_in,
         transposes_inside_loops=totals.transposes_in,
     )
+
+
+_FUSION_KIND = re.compile(r"\bkind=(k\w+)")
+_CUSTOM_TARGET = re.compile(r'custom_call_target="([^"]+)"')
+
+
+def summarize(text: str) -> dict[str, Any]:
+    """What an executable does, in short, for telling two versions apart: the histogram of
+    its non-trivial instructions (per computation that runs, not x trip count; fusions by
+    kind, e.g. ``fusion:kLoop``), its custom-call targets and its while loops (trip count
+    and body kernels), from the optimized HLO text."""
+    computations, entry = parse(text)
+    reachable, todo = [], [entry]
+    while todo:  # the computations that run: entry, loop bodies and conditions, calls
+        name = todo.pop()
+        if name in reachable or name not in computations:
+            continue
+        reachable.append(name)
+        for instruction in computations[name]:
+            if instruction.opcode in CONTAINERS:
+                for callees in instruction.callees.values():
+                    todo.extend(callees)
+    ops: dict[str, int] = {}
+    custom_calls: set[str] = set()
+    for name in reachable:
+        for instruction in computations[name]:
+            if instruction.opcode in TRIVIAL or instruction.opcode in CONTAINERS:
+                continue
+            key = instruction.opcode
+            if key == "fusion":
+                kind = _FUSION_KIND.search(instruction.text)
+                key = f"fusion:{kind.group(1)}" if kind else key
+            elif key == "custom-call":
+                target = _CUSTOM_TARGET.search(instruction.text)
+                custom_calls.add(target.group(1) if target else "?")
+            ops[key] = ops.get(key, 0) + 1
+    result = estimate(text)
+    return {
+        "ops": dict(sorted(ops.items())),
+        "fusions": sum(count for op, count in ops.items() if op.startswith("fusion")),
+        "custom_calls": sorted(custom_calls),
+        "loops": [
+            {"trip_count": loop.trip_count, "body_kernels": loop.body_kernels}
+            for loop in result.loops
+        ],
+        "kernels": result.kernels,
+        "launch_equivalent": result.launch_equivalent,
+    }

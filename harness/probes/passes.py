@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 from ..api import Backend, Scenario, Size
@@ -24,7 +25,7 @@ from ..timing import call_and_wait
 from .compilations import count_compilations
 from .extrapolation import POINTS, linear_counts
 from .gpu import command_buffers_enabled, count_gpu_events
-from .hlo import estimate
+from .hlo import estimate, summarize
 from .memory import call_peak, freed_memory_visible, static_plan, tree_nbytes
 from .spans import measure_spans
 from .trace import count_events, recording
@@ -245,3 +246,38 @@ def count_cell(
     except Exception as error:
         counts["static_error"] = f"{type(error).__name__}: {error}"
     return counts
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def cell_facts(backend: Backend, prepared: Any) -> dict[str, Any]:
+    """What one prepared backend does per call, for `scanbench.gate.explain` (its
+    ``Facts`` as JSON): one counted call (`count_cell`), each executable's HLO summary
+    (`scanbench.probes.hlo.summarize`) and planned argument and temporary bytes, and this
+    process's versions, XLA flags and device."""
+    import jax
+
+    device = jax.devices()[0]
+    counts = Counts.from_json(count_cell(backend, prepared, device.platform)).per_call()
+    executables: dict[str, dict[str, Any]] = {}
+    for name, (compiled, calls) in (backend.executables or (lambda p: {}))(prepared).items():
+        plan = static_plan(compiled)
+        executables[name] = {
+            "calls_per_run": calls,
+            **summarize(compiled.as_text()),
+            "argument_bytes": plan.get("argument_bytes"),
+            "temp_bytes": plan.get("temp_bytes"),
+        }
+    environment = {
+        "jax": _version("jax"),
+        "jaxlib": _version("jaxlib"),
+        "numba": _version("numba"),
+        "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+        "device": f"{device.platform} {device.device_kind} x{jax.device_count()}",
+    }
+    return {"counts": counts, "executables": executables, "environment": environment}

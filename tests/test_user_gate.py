@@ -1,0 +1,242 @@
+"""The gate in a user's own repository and CI (slow: each comparison starts JAX workers).
+
+`scanbench gate --against REV` compares revisions of the repository it runs in, each side
+importing its own tree's package and scenario file; the GitHub Action's steps (action.yml)
+are run as a runner would, with the GITHUB_* variables and files pointed at temporary
+ones; the workflow and action files pass actionlint and zizmor.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests import user_repo
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "SCANBENCH_"))}
+    env.pop("PYTHONPATH", None)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return {**env, **extra}
+
+
+def gate(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "scanbench.cli", "gate", "--gates", "bench/gates.toml"]
+    return subprocess.run(
+        [*command, *args], cwd=repo, env=_environment(**env), capture_output=True, text=True,
+        timeout=900,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def pull_request(tmp_path_factory) -> Path:
+    """``main``: the scan; branch ``pr``: the Python loop (a regression), then a commit
+    that changes nothing measurable; ``origin`` holds ``main`` (the PR's base)."""
+    where = tmp_path_factory.mktemp("user")
+    repo = user_repo.make(where / "repo")
+    origin = where / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(origin)], check=True)
+    user_repo.git(repo, "remote", "add", "origin", str(origin))
+    user_repo.git(repo, "checkout", "-q", "-b", "pr")
+    user_repo.commit(repo, user_repo.SLOW, "smooth in a Python loop")
+    user_repo.commit(repo, user_repo.SLOW + "\n# reworded\n", "reword a comment")
+    return repo
+
+
+def test_a_regression_of_the_users_code_fails_and_is_explained(pull_request):
+    done = gate(pull_request, "--against", "main")
+    assert done.returncode == 1, done.stderr
+    assert "smoothing/smooth/smoke" in done.stdout and "FAILED" in done.stdout
+    assert re.search(r"head adds \d+ dispatches per call \(1 -> \d+\)", done.stdout), done.stdout
+
+
+def test_a_commit_that_changes_nothing_measurable_passes(pull_request):
+    done = gate(pull_request, "--against", "HEAD~1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no count, HLO or environment difference" in done.stdout
+
+
+def test_each_side_measures_its_own_tree_when_the_package_is_also_on_the_path(
+    pull_request, tmp_path
+):
+    """A copy of the head's (slow) package earlier on the path than site-packages, as an
+    installed copy would be: each side still imports its own tree's, first."""
+    installed = tmp_path / "installed"
+    shutil.copytree(pull_request / "mylib", installed / "mylib")
+    done = gate(pull_request, "--against", "main", PYTHONPATH=str(installed))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "head adds" in done.stdout
+
+
+def test_a_side_that_would_import_the_other_trees_code_says_so(tmp_path):
+    """A src layout with an absolute PYTHONPATH into the head's tree: the baseline side
+    would measure the head's code. It is refused in one line naming the module; the
+    relative entry each side reads in its own tree works."""
+    repo = user_repo.make(tmp_path / "repo", package="src/mylib")
+    user_repo.commit(repo, user_repo.TOUCHED, "reword", package="src/mylib")
+    done = gate(repo, "--against", "HEAD~1", PYTHONPATH=str(repo / "src"))
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "imported mylib from" in line and "in the other side's tree" in line
+    assert "PYTHONPATH=src" in line
+    assert gate(repo, "--against", "HEAD~1", PYTHONPATH="src").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("gates", "says"),
+    [
+        (
+            '[settings]\ncount_size = "nosuchsize"\n' + user_repo.GATES.split("\n\n", 1)[1],
+            "unknown size 'nosuchsize'",
+        ),
+        (
+            '[[baseline]]\nscenario = "nosuch"\nbackend = "smooth"\nsize = "smoke"\n',
+            "unknown scenario 'nosuch'",
+        ),
+        ('[settings]\nscenarios = ["bench/scenario.py:SCENARIO"]\n', "does not exist"),
+        ("", "decides nothing"),
+    ],
+)
+def test_a_misconfigured_gate_never_passes(tmp_path, gates, says):
+    repo = user_repo.make(tmp_path / "repo")
+    (repo / "bench" / "gates.toml").write_text(gates)
+    done = gate(repo)
+    assert done.returncode == 2, done.stdout
+    (line,) = done.stderr.strip().splitlines()
+    assert says in line
+
+
+# ----- the GitHub Action, step by step, as a runner runs it -----
+
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}", re.S)
+NAME = re.compile(r"\b(inputs|github|runner|steps)\.([\w.-]+)")
+
+
+def _value(context: dict, scope: str, path: str):
+    value = context[scope]
+    for part in path.split("."):
+        value = value.get(part, "") if isinstance(value, dict) else ""
+    return value
+
+
+def evaluate(expression: str, context: dict, failed: bool):
+    """The subset of GitHub's expression language action.yml uses."""
+    python = NAME.sub(lambda m: repr(_value(context, m[1], m[2])), expression)
+    python = re.sub(r"hashFiles\([^)]*\)", "'hash'", python)
+    python = python.replace("cancelled()", "False").replace("always()", "True")
+    python = python.replace("failure()", repr(failed)).replace("success()", repr(not failed))
+    python = python.replace("&&", " and ").replace("||", " or ")
+    python = re.sub(r"!(?!=)", " not ", python)
+    return eval(python, {"__builtins__": {}})  # our own action file's expressions only
+
+
+def substitute(text: str, context: dict, failed: bool) -> str:
+    return EXPRESSION.sub(lambda m: str(evaluate(m[1], context, failed)), text)
+
+
+def run_action(repo: Path, inputs: dict[str, str], base_ref: str, tmp: Path) -> dict:
+    """Run action.yml's steps in ``repo`` (``uses:`` steps are GitHub's own actions:
+    skipped and listed); return the exit code, outputs, summary, stdout and skipped."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    given = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+    given.update(inputs)
+    output_file, summary_file = tmp / "output", tmp / "summary.md"
+    output_file.touch()
+    summary_file.touch()
+    context = {
+        "inputs": given,
+        "github": {"action_path": str(ROOT), "base_ref": base_ref, "workspace": str(repo)},
+        "runner": {"temp": str(tmp / "runner-temp"), "os": "Linux"},
+        "steps": {},
+    }
+    failed, code, stdout, skipped = False, 0, "", []
+    for step in action["runs"]["steps"]:
+        condition = step.get("if", "success()")
+        condition = EXPRESSION.sub(lambda m: m[1], str(condition))
+        if "cancelled()" not in condition and "always()" not in condition and failed:
+            continue
+        if not evaluate(condition, context, failed):
+            continue
+        if "uses" in step:
+            skipped.append(step["uses"].split("@")[0])
+            continue
+        step_output = tmp / f"output-{len(context['steps'])}"
+        step_output.write_text("")
+        env = {k: substitute(str(v), context, failed) for k, v in step.get("env", {}).items()}
+        env = _environment(
+            **env, GITHUB_OUTPUT=str(step_output), GITHUB_STEP_SUMMARY=str(summary_file),
+            HOME=os.environ.get("HOME", str(tmp)),
+        )  # fmt: skip
+        script = substitute(step["run"], context, failed)
+        done = subprocess.run(
+            ["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True,
+            timeout=900,
+        )  # fmt: skip
+        stdout += done.stdout
+        outputs = dict(
+            line.split("=", 1) for line in step_output.read_text().splitlines() if "=" in line
+        )
+        if "id" in step:
+            context["steps"][step["id"]] = {"outputs": outputs}
+        if done.returncode:
+            failed, code = True, done.returncode
+            stdout += done.stderr
+    outputs = {
+        name: substitute(str(spec["value"]), context, failed)
+        for name, spec in action["outputs"].items()
+    }
+    return {
+        "code": code, "outputs": outputs, "summary": summary_file.read_text(),
+        "stdout": stdout, "skipped": skipped,
+    }  # fmt: skip
+
+
+def test_the_action_fails_a_pull_request_against_its_merge_base(pull_request, tmp_path):
+    """The PR's head (a reworded comment) against its merge base with main (the scan), not
+    against its previous commit (the loop, identical): the regression is found."""
+    ran = run_action(
+        pull_request, {"gates": "bench/gates.toml", "install": "false"}, "main", tmp_path
+    )
+    assert ran["code"] == 1, ran["stdout"]
+    assert ran["outputs"] == {"verdict": "fail", "passed": "0", "failed": "1", "inconclusive": "0"}
+    assert "## scanbench gate against" in ran["summary"] and "FAILED" in ran["summary"]
+    assert "smoothing/smooth/smoke" in ran["summary"] and "head adds" in ran["summary"]
+    errors = [line for line in ran["stdout"].splitlines() if line.startswith("::error")]
+    assert len(errors) == 1 and "smoothing/smooth/smoke fail" in errors[0]
+    assert "actions/upload-artifact" in ran["skipped"]  # it runs after a failed gate
+
+
+def test_the_action_passes_a_change_that_measures_the_same(pull_request, tmp_path):
+    inputs = {"gates": "bench/gates.toml", "install": "false", "baseline": "HEAD~1"}
+    ran = run_action(pull_request, inputs, "", tmp_path)
+    assert ran["code"] == 0, ran["stdout"]
+    assert ran["outputs"]["verdict"] == "pass" and ran["outputs"]["failed"] == "0"
+    assert "passed" in ran["summary"]
+    assert not [line for line in ran["stdout"].splitlines() if line.startswith("::error")]
+
+
+def test_the_action_without_a_baseline_is_a_usage_error(pull_request, tmp_path):
+    ran = run_action(pull_request, {"gates": "bench/gates.toml", "install": "false"}, "", tmp_path)
+    assert ran["code"] == 2 and "no baseline" in ran["stdout"]
+
+
+@pytest.mark.parametrize("tool", ["actionlint", "zizmor"])
+def test_the_workflow_and_the_action_pass_the_linters(tool):
+    binary = shutil.which(tool, path=str(Path(sys.executable).parent)) or shutil.which(tool)
+    if binary is None:
+        pytest.fail(f"{tool} is not installed (it is in the dev extra)")
+    files = [str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml")]
+    command = [binary, *files] if tool == "actionlint" else [binary, "--offline", str(ROOT)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
