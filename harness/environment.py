@@ -56,6 +56,39 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
     return commit + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def git_facts(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+    """The commit the project is at (sha, author date, subject, parents), its branch and
+    remote URL, for the history across commits; None outside a git work tree."""
+    fields = ("%H", "%aI", "%s", "%P")
+    try:
+        shown = subprocess.run(
+            ["git", "log", "-1", f"--format={'%x00'.join(fields)}"],
+            cwd=cwd, capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+        branch = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+            cwd=cwd, capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+        remote = subprocess.run(
+            ["git", "remote", "get-url", "origin"], cwd=cwd, capture_output=True, text=True,
+            timeout=10,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if shown.returncode != 0 or not shown.stdout.strip():
+        return None
+    sha, date, subject, parents = shown.stdout.rstrip("\n").split("\x00")
+    return {
+        "commit": sha,
+        "date": date,
+        "subject": subject,
+        "parents": parents.split(),
+        "branch": branch.stdout.strip() if branch.returncode == 0 else None,
+        "remote": remote.stdout.strip() if remote.returncode == 0 else None,
+        "dirty": (git_commit(cwd) or "").endswith("-dirty"),
+    }
+
+
 def own_checkout() -> Path | None:
     """The checkout scanbench is imported from (an editable install of a clone), or None
     (installed from a wheel into site-packages)."""
@@ -105,6 +138,7 @@ def collect(measure_bandwidth: bool = True) -> dict[str, Any]:
         # the project scanbench runs in (its import root), and scanbench's own checkout
         # (None when installed from a wheel)
         "git_commit": git_commit(import_root()),
+        "git": git_facts(import_root()),
         "scanbench_commit": _own_commit(),
     }
     if measure_bandwidth:

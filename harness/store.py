@@ -259,8 +259,13 @@ RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
                 "cpu_model",
                 "xla_flags",
                 "git_commit",
+                "scanbench_commit",
             )
         },
+        "git": (
+            lambda v: v is None or (isinstance(v, dict) and isinstance(v.get("commit"), str)),
+            "an object with the commit's sha, date, subject, parents, branch, remote, or null",
+        ),
         "versions": (_mapping_of(_string_or_none), "an object of version strings"),
         "device_count": (_count_or_none, "an int >= 0 or null"),
         "cpu_count": (_count_or_none, "an int >= 0 or null"),
