@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import figures  # noqa: E402 (docs/figures.py, beside this file)
+import figures
 
 HELP = re.compile(r"<!--\s*scanbench-help:\s*(?P<command>[\w-]*)\s*-->")
 FIGURE = re.compile(r"<!--\s*figure:\s*(?P<args>[^>]*?)\s*-->")

@@ -166,6 +166,14 @@ class Backend:
             e.g. a larger XLA:CPU threshold for compiling while loops into one native
             kernel. In-process paths (pytest-benchmark, the Python API) cannot apply them
             and say so.
+        setup: ``setup(prepared)``, run untimed before every call (timed, warm-up,
+            checked and counted): restores or rebuilds the state of a stateful function
+            (an optimizer that advances on every call), so that each call does the same
+            work on the same inputs (torch ``Timer``'s setup, pytest-benchmark's pedantic
+            setup).
+        checked: False times the backend without comparing its output with the
+            scenario's reference (a stateful function whose output changes from call to
+            call by design): the record, the reports and the gate say "unchecked".
         reducible_to: for a costly backend (an eager or Python loop) of a scenario with
             ``count_along``: at sizes with more units than this, the cell is first checked
             and timed with ``count_along`` at this many units; when the whole call would
@@ -191,6 +199,8 @@ class Backend:
     bind: Callable[..., Backend] | None = None
     xla_flags: tuple[str, ...] = ()
     check: Callable[[Any, Any], float] | None = None
+    setup: Callable[[Any], Any] | None = None
+    checked: bool = True
 
     def __post_init__(self) -> None:
         if bool(self.params) != (self.bind is not None):
@@ -357,6 +367,7 @@ class Record:
     devices: int | None = None  # the cell's requested device count (--devices), if any
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # how it was timed
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # --param values
+    checked: bool = True  # False: timed without comparing its output (Backend.checked)
 
     @property
     def key(self) -> tuple:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .api import HarnessError
+from .api import HarnessError, MismatchError
 
 CheckFn = Callable[[Any, Any, str], Any]
 
@@ -39,6 +39,62 @@ class RepeatMismatchError(HarnessError):
 
 class InputMutationError(HarnessError):
     """A backend modified the inputs it was given."""
+
+
+class StatefulError(MismatchError):
+    """A backend whose output changes from call to call on the same inputs: it keeps
+    state, so its output cannot be compared with one reference answer as it is."""
+
+
+def leaf_path(tree: Any, path: str) -> str:
+    """A leaf's path as a reader names it: a named tuple's type, then JAX's key path
+    (``EvaluationResult.iteration``), else the key path alone (``[2]['loss']``)."""
+    head = type(tree).__name__
+    if head in ("tuple", "list", "dict") or hasattr(tree, "dtype") or not hasattr(tree, "_fields"):
+        return "(the whole output)" if path == "(root)" else path
+    return head if path == "(root)" else f"{head}{path}"
+
+
+def first_difference(first: Any, second: Any) -> str | None:
+    """Where two outputs of the same call differ (``path: a vs b``), or None when they
+    are the same (NaN equal to NaN)."""
+    a, b = _leaves_with_paths(first), _leaves_with_paths(second)
+    if [path for path, _ in a] != [path for path, _ in b]:
+        return "the structure of the output"
+    for (path, x), (_, y) in zip(a, b, strict=True):
+        left, right = _as_numeric(x), _as_numeric(y)
+        if left is None or right is None:
+            if x is not y and x != y:
+                return f"{leaf_path(first, path)}: {x!r:.60} vs {y!r:.60}"
+            continue
+        if left.shape != right.shape:
+            return f"{leaf_path(first, path)}: shape {left.shape} vs {right.shape}"
+        same = (left == right) | ((left != left) & (right != right))
+        if not np.all(same):
+            at = int(np.argmin(same.reshape(-1))) if same.size else 0
+            return (
+                f"{leaf_path(first, path)}: {left.reshape(-1)[at]!r} vs "
+                f"{right.reshape(-1)[at]!r} (flat index {at})"
+            )
+    return None
+
+
+def stateful_or(error: MismatchError, again: Callable[[], Any], first: Any) -> MismatchError:
+    """The error to raise for a first output that failed its check: a `StatefulError`
+    when calling again on the same inputs (``again()``, after the backend's setup) gives
+    another output, which says the function keeps state; ``error`` otherwise."""
+    differs = first_difference(first, again())
+    if differs is None:
+        return error
+    return StatefulError(
+        f"the output changes from call to call on the same inputs ({differs}): the "
+        "function keeps state (an optimizer that advances, a counter). Restore or rebuild "
+        "the state before every call with setup= (Backend.setup; run untimed), or time it "
+        f"unchecked with check=False (Backend.checked=False); the check said: "
+        f"{getattr(error, 'message', error)}",
+        error.max_error,
+        error.tolerance,
+    )
 
 
 def _leaves_with_paths(tree: Any) -> list[tuple[str, Any]]:

@@ -35,6 +35,7 @@ SECTIONS = (
     "gpu",
     "gpu_command_buffers",
     "linear",
+    "conversions",
 )
 # probes whose failure is stored as ``<probe>_error`` (the others report inside a section)
 PROBES = ("trace", "transfers", "compilations", "static", "memory", "linear")
@@ -64,6 +65,7 @@ class CountKey:
     gated: bool = False
     breakdown: str | None = None
     measure: str = "count"
+    fallback: tuple[str, str] | None = None  # (section, field) of results stored before
 
 
 COUNT_KEYS: tuple[CountKey, ...] = (
@@ -84,7 +86,15 @@ COUNT_KEYS: tuple[CountKey, ...] = (
     CountKey("h2d_unknown", "H2D of unknown size", "transfers", "h2d_unknown_size"),
     CountKey("d2h", "D2H", "transfers", "d2h"),
     CountKey("d2h_bytes", "D2H bytes", "transfers", "d2h_bytes", measure="bytes"),
-    CountKey("host_conversions", "host conversions", "spans", "host_conversions"),
+    CountKey(
+        "host_conversions",
+        "host conversions",
+        "conversions",
+        "total",
+        True,
+        "conversions_by_function",
+        fallback=("spans", "host_conversions"),  # the profiler's events: not np.array(x)
+    ),
     CountKey("compiles", "compilations", "compilations", "compiles"),
     CountKey("traces", "traces", "compilations", "traces"),
 )
@@ -150,6 +160,11 @@ class Counts:
         return self.section("memory")
 
     @property
+    def conversions(self) -> Mapping[str, Any]:
+        """`scanbench.probes.conversions`: device arrays converted to host values."""
+        return self.section("conversions")
+
+    @property
     def linear(self) -> Mapping[str, Any]:
         """`scanbench.probes.extrapolation`: the fixed + per-unit model of every total."""
         return self.section("linear")
@@ -170,12 +185,15 @@ class Counts:
             if key.section == "static" and not static.get("available"):
                 section = {}
             value = section.get(key.field)
+            if value is None and key.fallback is not None and key.section not in self.sections:
+                value = self.section(key.fallback[0]).get(key.fallback[1])
             out[key.name] = None if value is None else value / self.calls_per_region
         return out
 
     def breakdowns(self) -> dict[str, dict[str, float]]:
         """What the gated totals are made of, per call: dispatches by outermost jitted
-        function, kernels by HLO op (trace), GPU launch equivalent by executable (static)."""
+        function, kernels by HLO op (trace), GPU launch equivalent by executable (static),
+        host conversions by the function that made them."""
         trace, static = self.trace, self.static
         calls = self.calls_per_region
         launches = {
@@ -191,6 +209,10 @@ class Counts:
                 name: value / calls for name, value in (trace.get("kernels_by_op") or {}).items()
             },
             "launch_by_executable": {name: value / calls for name, value in launches.items()},
+            "conversions_by_function": {
+                name: value / calls
+                for name, value in (self.conversions.get("by_function") or {}).items()
+            },
         }
 
     def error_text(self) -> str:

@@ -17,7 +17,8 @@ For one call with median time ``T`` (untimed probes, same run, same device):
                   jitted-call arguments (logged without one: Python scalar, NumPy scalar or
                     array, not told apart): count x [cheapest, dearest] argument cost
                   device to host: D2H count x latency + bytes / bandwidth off CPU; on CPU
-                    the host conversions in the trace x [ready, pending] conversion cost
+                    the host conversions (`scanbench.probes.conversions`) x [ready,
+                    pending] conversion cost
                 a range when a path is unknown; the shares use its middle
     compile   = tracing, lowering and compiling inside the call (measured,
                 `scanbench.probes.compilations`; 0 for a warm, compiled backend)
@@ -43,7 +44,7 @@ PARTS = ("dispatch", "launch", "transfer", "compile", "device", "host")
 
 
 def _transfer_range(
-    transfers: Mapping[str, Any], spans: Mapping[str, Any], costs: Mapping[str, Any]
+    transfers: Mapping[str, Any], conversions: float, costs: Mapping[str, Any]
 ) -> tuple[float, float]:
     """Seconds of one counted region's transfers, as (low, high), priced by path."""
     known = transfers["h2d"] - (transfers.get("h2d_unknown_size") or 0)
@@ -58,11 +59,11 @@ def _transfer_range(
         d2h = transfers["d2h"] * costs["d2h_latency_s"]
         d2h += (transfers.get("d2h_bytes") or 0) / costs["d2h_bytes_per_s"]
         low, high = low + d2h, high + d2h
-    elif spans.get("host_conversions"):
+    elif conversions:
         ready = costs["d2h_latency_s"]
         pending = max(ready, costs.get("d2h_pending_s", ready))
-        low += spans["host_conversions"] * ready
-        high += spans["host_conversions"] * pending
+        low += conversions * ready
+        high += conversions * pending
     return put + low, put + high
 
 
@@ -113,7 +114,8 @@ def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict
     dispatch = scale * trace["dispatches"] * costs["dispatch_queued_s"]
     launch_cost = costs.get("kernel_launch_s")
     launch = scale * trace["kernels"] * launch_cost if launch_cost is not None else 0.0
-    low, high = (scale * seconds for seconds in _transfer_range(transfers, spans, costs))
+    conversions = counts.conversions.get("total", spans.get("host_conversions")) or 0
+    low, high = (scale * seconds for seconds in _transfer_range(transfers, conversions, costs))
     transfer = (low + high) / 2
     compile_s = scale * counts.compilations.get("total_s", 0.0)
     device = device_seconds(median_s, spans, costs.get("profiler_event_s", 0.0))

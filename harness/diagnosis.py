@@ -66,6 +66,11 @@ UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
 # GPU run measures it (environment.overheads.kernel_launch_s of that run).
 GPU_LAUNCH_S = 5e-6
+# A small device-to-host copy with the synchronisation it forces (the host waits for the
+# stream to drain, then cudaMemcpy over PCIe) costs ~10-20 us on current NVIDIA GPUs
+# before any queued work is counted; 15 us is the documented default until a GPU run
+# measures it (environment.overheads.d2h_latency_s of that run).
+GPU_SYNC_S = 15e-6
 
 
 class Cost(enum.StrEnum):
@@ -75,6 +80,7 @@ class Cost(enum.StrEnum):
     TRANSFER = "transfer-bound"
     RECOMPILE = "recompiling"
     GPU_LAUNCH = "launch-bound on a GPU"
+    GPU_SYNC = "host syncs on a GPU"
     LAYOUT = "layout"
     TEMPORARIES = "temporaries"
     NONE = "no dominant overhead"
@@ -108,6 +114,9 @@ class Facts:
     x_bandwidth: float | None = None
     x_roofline: float | None = None
     memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.memory
+    compilations: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by function
+    conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by kind, caller
+    static: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.static
 
 
 def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
@@ -123,6 +132,9 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         costs=dict(environment.get("overheads") or {}),
         platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
         memory=dict(record.counts.section("memory")),
+        compilations=dict(record.counts.compilations),
+        conversions=dict(record.counts.conversions),
+        static=dict(record.counts.static),
     )
 
 
@@ -132,7 +144,9 @@ def _get(mapping: Mapping[str, Any], key: str) -> float:
 
 
 def _pct(fraction: float) -> str:
-    return f"{fraction:.0%}"
+    """A share of the median (at most 100%: a part measured in the slower counted call
+    can exceed the median it is divided by)."""
+    return f"{min(fraction, 1.0):.0%}"
 
 
 def _near_limit(facts: Facts) -> Finding | None:
@@ -226,9 +240,73 @@ def _transfer(facts: Facts) -> Finding | None:
         Cost.TRANSFER,
         share,
         f"{h2d:,.0f} host-to-device transfers and {conversions:,.0f} host conversions per "
-        f"call = {priced} of the time",
+        f"call{_made_by(facts)} = {priced} of the time",
         fix,
     )
+
+
+def _made_by(facts: Facts) -> str:
+    """`` (np.array 8, float 8; in tuner.evaluate 16)``: the conversions' kinds and the
+    functions that made them, most first."""
+    kinds = facts.conversions.get("by_kind") or {}
+    callers = facts.conversions.get("by_function") or {}
+    if not kinds:
+        return ""
+
+    def top(counts: Mapping[str, float]) -> str:
+        ranked = sorted(counts.items(), key=lambda item: -item[1])[:3]
+        return ", ".join(f"{name} {count:g}" for name, count in ranked)
+
+    return f" ({top(kinds)}; in {top(callers)})"
+
+
+def _gpu_sync(facts: Facts) -> Finding | None:
+    """Host conversions on a CPU run, priced as a GPU would make them pay: each a
+    device-to-host copy and a synchronisation (`GPU_SYNC_S`), a labelled estimate named
+    whatever its share here (a conversion per item is what a GPU run pays for once the
+    larger costs are gone); on a GPU the measured transfers price them (the transfer
+    rule)."""
+    conversions = _get(facts.per_call, "host_conversions")
+    if facts.platform == "gpu" or conversions < 1:
+        return None
+    floor = conversions * GPU_SYNC_S
+    share = floor / facts.median_s if facts.median_s else None
+    of_median = f" ({_pct(share)} of this median)" if share is not None else ""
+    return Finding(
+        Cost.GPU_SYNC,
+        None,
+        f"{conversions:,.0f} host conversions per call{_made_by(facts)}, zero-copy on this "
+        f"CPU; on a GPU each is a device-to-host copy and a wait, ~{GPU_SYNC_S * 1e6:.0f} us: "
+        f"{floor * 1e3:.3g} ms{of_median}",
+        "keep the values on the device (jnp instead of np, no float()/int()/.item() inside "
+        "the loop) and convert once, after it",
+        estimate=True,
+    )
+
+
+CAUSES = (  # what JAX's cache-miss explanation means, in a reviewer's words
+    ("re-defined repeatedly", "a new function object on every call (defined inside the loop)"),
+    ("never seen function", "a function object it has not seen before"),
+    ("never seen input type signature", "new argument shapes or dtypes"),
+    ("static argument", "a new value of a static argument"),
+)
+
+
+def _why_recompiled(facts: Facts) -> str:
+    """``: `scan` compiled 80 times, called from `command` at mppi.py:123 (a new function
+    object on every call)``; empty when the probe did not say."""
+    by_function = facts.compilations.get("by_function") or {}
+    if not by_function:
+        return ""
+    name, kinds = next(iter(by_function.items()))
+    text = f": `{name}` compiled {kinds.get('compile', 0):,} times per call"
+    misses = facts.compilations.get("misses") or []
+    if misses:
+        miss = misses[0]
+        reason = miss.get("reason", "")
+        cause = next((said for key, said in CAUSES if key in reason), reason[:120])
+        text += f", called from `{miss.get('caller')}` at {miss.get('where')} ({cause})"
+    return text
 
 
 def _recompile(facts: Facts) -> Finding | None:
@@ -241,7 +319,8 @@ def _recompile(facts: Facts) -> Finding | None:
     return Finding(
         Cost.RECOMPILE,
         share,
-        f"{compiles:,.0f} compilations and {traces:,.0f} traces inside every call{timed}",
+        f"{compiles:,.0f} compilations and {traces:,.0f} traces inside every call"
+        f"{_why_recompiled(facts)}{timed}",
         "jit the function once, outside the loop, and call the jitted function; keep "
         "shapes and static arguments fixed",
     )
@@ -270,15 +349,26 @@ def _gpu_launch(facts: Facts) -> Finding | None:
 
 
 def _layout(facts: Facts) -> Finding | None:
-    transposes = sum(v for k, v in facts.kernels_by_op.items() if "transpose" in k)
-    copies = sum(v for k, v in facts.kernels_by_op.items() if "copy" in k.split("/")[-1])
-    kernels = _get(facts.per_call, "kernels") or sum(facts.kernels_by_op.values())
+    """Transposes in the compiled executables that hold a loop (static HLO): the data is
+    not in the layout the loop reads. Eager ops of code that is not jitted are not
+    looked at: their transposes are no loop's layout."""
+    executables = (facts.static.get("executables") or {}).values()
+    looping = [e for e in executables if e.get("loops")]
+    transposes = sum(
+        (e.get("transposes_inside_loops", 0) + e.get("transposes_outside_loops", 0))
+        * e.get("calls_per_run", 1)
+        for e in looping
+    )
     if transposes < 1:
         return None
+    copies = sum(e.get("copies_inside_loops", 0) * e.get("calls_per_run", 1) for e in looping)
+    inside = sum(e.get("transposes_inside_loops", 0) for e in looping)
+    where = "inside the loop body" if inside else "around the compiled loop"
     return Finding(
         Cost.LAYOUT,
         None,
-        f"{transposes:,.0f} transpose and {copies:,.0f} copy kernels per call (of {kernels:,.0f})",
+        f"{transposes:,.0f} transposes per call {where} (and {copies:,.0f} copies in loop "
+        "bodies)",
         "keep the data in the layout the loop reads (time-major for a scan over time): "
         "transpose once, outside the call, or choose in_axes/out_axes",
     )
@@ -306,7 +396,16 @@ def _temporaries(facts: Facts) -> Finding | None:
     )
 
 
-RULES = (_dispatch, _small_executions, _transfer, _recompile, _gpu_launch, _layout, _temporaries)
+RULES = (
+    _dispatch,
+    _small_executions,
+    _transfer,
+    _recompile,
+    _gpu_sync,
+    _gpu_launch,
+    _layout,
+    _temporaries,
+)
 
 
 def diagnose(facts: Facts) -> tuple[Finding, ...]:

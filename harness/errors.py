@@ -30,7 +30,7 @@ class MismatchError(HarnessError):
     """A backend's output disagrees with the scenario's reference answer."""
 
     def __init__(self, message: str, max_error: float, tolerance: float):
-        self.max_error, self.tolerance = max_error, tolerance
+        self.message, self.max_error, self.tolerance = message, max_error, tolerance
         super().__init__(f"{message} (max error {max_error:.3e} > tolerance {tolerance:.1e})")
 
 

@@ -180,6 +180,8 @@ def loop_backend(
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
     reducible_to: int | None = None,
+    setup: Callable[[Any], Any] | None = None,
+    checked: bool = True,
 ) -> Backend:
     """A host-driven loop: ``run(prepared)`` calls jitted functions (or another library)
     from Python; it is wrapped to return only when its whole output is ready.
@@ -191,6 +193,8 @@ def loop_backend(
             does not run at (see `scanbench.api.Backend`).
         reducible_to: measured on this many units of the scenario's ``count_along`` and
             scaled when a whole call would exceed the time budget (`scanbench.api.Backend`).
+        setup: ``setup(prepared)`` untimed before every call (a stateful function).
+        checked: False: timed without comparing the output with the reference.
         (the others as in `compiled_backend`.)
     """
     return Backend(
@@ -206,6 +210,8 @@ def loop_backend(
         executables=executables,
         estimate=estimate,
         reducible_to=reducible_to,
+        setup=setup,
+        checked=checked,
     )
 
 

@@ -42,6 +42,7 @@ from .api import (
     Size,
     Strategy,
 )
+from .checks import leaf_path
 from .diagnosis import diagnose, facts_of
 from .environment import collect
 from .execution.cells import Cell
@@ -50,7 +51,7 @@ from .execution.worker import Target, measure
 from .factories import loop_backend
 from .import_path import with_import_root
 from .probes.overheads import measure_all
-from .reports.frame import records_frame
+from .reports.frame import MIN_SAMPLES, NOT_JITTED, records_frame
 from .reports.written import write_reports
 from .sources import write_pickled
 from .store import Run, ScenarioFacts
@@ -103,6 +104,7 @@ COLUMNS = [
     "host_pct",
     "mem_peak",
     "diagnosis",
+    "notes",
     "error",
 ]
 
@@ -126,10 +128,30 @@ def _strategy(name: str, given: Mapping[str, str]) -> Strategy:
     )
 
 
-def _leaves(tree: Any) -> list[np.ndarray]:
+def _leaves(tree: Any) -> list[tuple[str, np.ndarray]]:
+    """(path as a reader names it, leaf as a host array) of every leaf; a Python float or
+    complex leaf takes JAX's default precision (float32 unless x64 is on), the precision
+    the function computed it in."""
     import jax
 
-    return [np.asarray(leaf) for leaf in jax.tree.leaves(tree)]
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    default = np.float64 if jax.config.jax_enable_x64 else np.float32
+    leaves = []
+    for path, leaf in flat:
+        name = leaf_path(tree, jax.tree_util.keystr(path) or "(root)")
+        if isinstance(leaf, float) and not isinstance(leaf, np.floating):
+            leaves.append((name, np.asarray(leaf, dtype=default)))
+        else:
+            leaves.append((name, np.asarray(leaf)))
+    return leaves
+
+
+def _set_up_then(setup: Callable[[], Any] | None, function: Callable[..., Any], args: tuple):
+    """``function(*args)`` after ``setup()``: the reference call starts from the state
+    every timed call starts from."""
+    if setup is not None:
+        setup()
+    return function(*args)
 
 
 def _host(tree: Any) -> Any:
@@ -140,21 +162,26 @@ def _host(tree: Any) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
-    """``|output - expected| <= atol + rtol |expected|`` per leaf; None: by dtype
-    (`RTOL`) and ``atol = rtol x max |expected|`` of the leaf."""
+    """``|output - expected| <= atol + rtol |expected|`` per leaf; None: by the dtype the
+    function returned (`RTOL`: the looser of the output's and the reference's) and
+    ``atol = rtol x max |expected|`` of the leaf."""
 
     rtol: float | None = None
     atol: float | None = None
 
-    def of(self, expected: np.ndarray) -> tuple[float, float]:
-        rtol = self.rtol if self.rtol is not None else RTOL.get(str(expected.dtype), 1e-6)
+    def of(self, expected: np.ndarray, returned: np.ndarray | None = None) -> tuple[float, float]:
+        dtypes = [expected.dtype] + ([returned.dtype] if returned is not None else [])
+        by_dtype = max(RTOL.get(str(dtype), 1e-6) for dtype in dtypes)
+        rtol = self.rtol if self.rtol is not None else by_dtype
         scale = float(np.max(np.abs(expected))) if expected.size else 0.0
         atol = self.atol if self.atol is not None else rtol * scale
         return rtol, atol
 
     def describe(self) -> str:
         rtol = (
-            f"rtol {self.rtol:g}" if self.rtol is not None else "rtol by dtype (f64 1e-9, f32 1e-5)"
+            f"rtol {self.rtol:g}"
+            if self.rtol is not None
+            else "rtol by the returned dtype (f64 1e-9, f32 1e-5)"
         )
         atol = f"atol {self.atol:g}" if self.atol is not None else "atol = rtol x max |expected|"
         return f"{rtol}, {atol}"
@@ -168,20 +195,20 @@ def _check(tolerance: Tolerance) -> Callable[[Any, Any, str], float]:
                 f"output has {len(got)} arrays, the reference {len(want)}", float("inf"), 0.0
             )
         worst = 0.0
-        for index, (a, b) in enumerate(zip(got, want, strict=True)):
+        for (name, a), (_, b) in zip(got, want, strict=True):
             if a.shape != b.shape:
                 raise MismatchError(
-                    f"output {index} has shape {a.shape}, the reference {b.shape}",
+                    f"output {name} has shape {a.shape}, the reference {b.shape}",
                     float("inf"),
                     0.0,
                 )
-            rtol, atol = tolerance.of(b)
+            rtol, atol = tolerance.of(b, a)
             error = np.abs(a.astype(np.float64) - b.astype(np.float64))
             allowed = atol + rtol * np.abs(b.astype(np.float64))
             if not np.all(error <= allowed):
                 at = int(np.argmax(error - allowed))
                 raise MismatchError(
-                    f"output {index} differs from the reference's (at flat index {at}: "
+                    f"output {name} differs from the reference's (at flat index {at}: "
                     f"{a.flat[at]!r} vs {b.flat[at]!r})",
                     float(error.max()),
                     float(allowed.flat[at]),
@@ -192,8 +219,13 @@ def _check(tolerance: Tolerance) -> Callable[[Any, Any, str], float]:
     return check
 
 
-def _backend(name: str, function: Callable[..., Any], strategy: Strategy) -> Backend:
-
+def _backend(
+    name: str,
+    function: Callable[..., Any],
+    strategy: Strategy,
+    setup: Callable[[], Any] | None = None,
+    checked: bool = True,
+) -> Backend:
     jitted = hasattr(function, "lower")
 
     def prepare(args: tuple, size: Size) -> dict[str, Any]:
@@ -214,9 +246,11 @@ def _backend(name: str, function: Callable[..., Any], strategy: Strategy) -> Bac
         strategy,
         prepare,
         lambda prepared: function(*prepared["args"]),
-        engine="jax" if jitted else "python",
+        engine="jax" if jitted else NOT_JITTED,
         description=getattr(function, "__doc__", None) or "",
         executables=executables if jitted else None,
+        setup=None if setup is None else (lambda prepared: setup()),
+        checked=checked,
     )
 
 
@@ -228,8 +262,11 @@ def scenario_of(
     tolerance: Tolerance = Tolerance(),
     work: Mapping[str, float] | None = None,
     name: str = NAME,
+    setup: Callable[[], Any] | Mapping[str, Callable[[], Any]] | None = None,
+    check: bool = True,
 ) -> Scenario:
-    """The in-memory scenario of ``functions`` on ``args`` (see the module doc)."""
+    """The in-memory scenario of ``functions`` on ``args`` (see the module doc);
+    ``setup``: one callable for every function, or one per function name."""
     if not functions:
         raise InputError("compare needs at least one function: {name: function, ...}")
     for key, function in functions.items():
@@ -247,18 +284,27 @@ def scenario_of(
     unknown = set(strategies) - set(functions)
     if unknown:
         raise InputError(f"strategies names no function: {', '.join(sorted(unknown))}")
+    setups = dict(setup) if isinstance(setup, Mapping) else dict.fromkeys(functions, setup)
+    unknown = set(setups) - set(functions)
+    if unknown or not all(s is None or callable(s) for s in setups.values()):
+        raise InputError(
+            "setup must be a callable (run before every call of every function) or "
+            f"{{name: callable}} naming the functions ({', '.join(functions)})"
+        )
     backends = {
-        key: _backend(key, function, _strategy(key, strategies))
+        key: _backend(key, function, _strategy(key, strategies), setups.get(key), check)
         for key, function in functions.items()
     }
-    shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in _leaves(args)) or "no arrays"
+    shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for _, a in _leaves(args)) or "no arrays"
     size = Size("default", {"args": shapes}, "the arguments given")
     return Scenario(
         name=name,
         description=f"{len(functions)} functions on ({shapes})",
         sizes={"smoke": size, "default": size},
         make_inputs=lambda size, seed, dtype: args,
-        reference=lambda inputs: _host(functions[reference](*inputs)),
+        reference=lambda inputs: _host(
+            _set_up_then(setups.get(reference), functions[reference], inputs)
+        ),
         check=_check(tolerance),
         work=lambda size, dtype: units,
         backends=backends,
@@ -319,6 +365,9 @@ def compare(
     isolate: bool = False,
     name: str = NAME,
     timeout_s: float = 900.0,
+    setup: Callable[[], Any] | Mapping[str, Callable[[], Any]] | None = None,
+    check: bool = True,
+    min_samples: int | None = None,
 ):
     """Time, check, count and diagnose each function on ``args`` (see the module doc).
 
@@ -333,6 +382,14 @@ def compare(
         timing: the sampling settings (`scanbench.timing.TimingConfig`; default: the CLI's).
         probes: count dispatches, kernels, transfers and memory, and decompose the time.
         isolate: each function in a fresh worker process (needs picklable functions).
+        setup: run before every call, untimed (a callable for every function, or
+            ``{name: callable}``): restores the state of a function that keeps one (an
+            optimizer that advances on each call), so every call does the same work.
+        check: False times the functions without comparing their outputs with the
+            reference's (a function whose output changes by design); the table and the
+            reports say "unchecked".
+        min_samples: at least this many timed calls whatever the time budget (a call of
+            seconds is otherwise timed once, with no interval).
 
     Returns:
         A `pandas.DataFrame` indexed by function name (`COLUMNS`; times in seconds,
@@ -341,8 +398,14 @@ def compare(
     """
     reference = reference or next(iter(functions), "")
     tolerance = Tolerance(rtol, atol)
-    scenario = scenario_of(functions, args, reference, strategies, tolerance, work, name)
+    scenario = scenario_of(
+        functions, args, reference, strategies, tolerance, work, name, setup, check
+    )
     timing = timing or TimingConfig()
+    if min_samples is not None:
+        timing = dataclasses.replace(
+            timing, min_samples=min_samples, max_count=max(timing.max_count, min_samples)
+        )
     environment = _environment(probes)
     records = []
     with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
@@ -368,9 +431,24 @@ def compare(
     run = Run(environment, invocation, tuple(records))
     frame = records_frame([run]).set_index("backend")
     frame.index.name = "function"
+    frame["notes"] = [notes(row) for row in frame.itertuples()]
     table = frame[[column for column in COLUMNS if column in frame]].copy()
     table.attrs.update(run=run, isolation=ISOLATION[isolate], tolerance=tolerance.describe())
     return table
+
+
+def notes(row: Any) -> str:
+    """What a reader must know before trusting a row's time: too few samples for an
+    interval, an unchecked output, a function that is not jitted."""
+    found = []
+    samples = getattr(row, "samples", None)
+    if samples is not None and samples == samples and samples < MIN_SAMPLES:
+        found.append(f"n={int(samples)}: no interval (min_samples= asks for more)")
+    if not getattr(row, "checked", True):
+        found.append("unchecked")
+    if getattr(row, "engine", "") == NOT_JITTED:
+        found.append("not jitted")
+    return "; ".join(found)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -390,8 +468,10 @@ class Profile:
 
     def text(self) -> str:
         median = self.row.get("median_s")
+        note = self.row.get("notes") or ""
         lines = [
             f"{self.record.backend}: median {median:.6g} s ({self.isolation})"
+            + (f"; {note}" if note else "")
             if median == median and median is not None
             else f"{self.record.backend}: {self.record.status} {self.record.error or ''}",
             "per call: " + ", ".join(f"{k} {v:g}" for k, v in self.counts.items() if v is not None),

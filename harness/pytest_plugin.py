@@ -52,17 +52,26 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 
 @pytest.fixture
 def scanbench(benchmark) -> Callable[..., Measured]:
-    """``scanbench(function, *args, name=None, strategy="library") -> Measured``."""
+    """``scanbench(function, *args, name=None, strategy="library", setup=None,
+    check=True) -> Measured``; ``setup()`` runs untimed before every call (a function
+    that keeps state), ``check=False`` times it without comparing its output."""
     # here, not at the top: the plugin loads in every pytest run of the environment
     from .diagnosis import Facts, diagnose
     from .functions import _dtype, scenario_of
     from .pytest_bench import benchmark_backend
 
     def measure(
-        function: Callable[..., Any], *args: Any, name: str | None = None, strategy="library"
+        function: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        strategy="library",
+        setup: Callable[[], Any] | None = None,
+        check: bool = True,
     ) -> Measured:
         key = name or getattr(function, "__name__", "function")
-        scenario = scenario_of({key: function}, args, key, {key: strategy})
+        scenario = scenario_of(
+            {key: function}, args, key, {key: strategy}, setup=setup, check=check
+        )
         info = benchmark_backend(benchmark, scenario, key, "default", dtype=_dtype())
         counts = info["counts_per_call"]
         findings = diagnose(Facts(None, counts, info.get("kernels_by_op", {})))

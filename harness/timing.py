@@ -59,6 +59,8 @@ class TimingConfig:
             took more than ``warm_threshold_s`` (it already warmed everything up).
         min_time_s: the samples add up to at least this (a floor for microsecond calls).
         min_count: at least this many samples (unless one call exceeds the budget).
+        min_samples: at least this many samples whatever the budget (a call of seconds
+            is otherwise timed once: "n=1, no interval"; ask for more to get one).
         max_count: never take more samples than this (a guard for very fast calls).
         confidence: level of the interval of the median.
         max_time_s: the per-cell time budget for the timed samples.
@@ -69,6 +71,7 @@ class TimingConfig:
     warmup: int = 1
     min_time_s: float = 0.1
     min_count: int = 3
+    min_samples: int = 1
     max_count: int = 100_000
     confidence: float = 0.95
     max_time_s: float = 3.0
@@ -82,9 +85,12 @@ class TimingConfig:
             raise InputError(f"min_time must be >= 0 seconds, got {self.min_time_s}")
         if self.min_count < 1:
             raise InputError(f"min_count must be >= 1, got {self.min_count}")
-        if self.max_count < self.min_count:
+        if self.min_samples < 1:
+            raise InputError(f"min_samples must be >= 1, got {self.min_samples}")
+        if self.max_count < max(self.min_count, self.min_samples):
             raise InputError(
-                f"max_count ({self.max_count}) must be >= min_count ({self.min_count})"
+                f"max_count ({self.max_count}) must be >= min_count ({self.min_count}) "
+                f"and min_samples ({self.min_samples})"
             )
         if not 0 < self.confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {self.confidence}")
@@ -134,8 +140,13 @@ def time_call(
     prepared: Any,
     clock: Clock = time.perf_counter,
     block: Callable[[Any], Any] = block_until_ready,
+    before: Callable[[], None] | None = None,
 ) -> tuple[Any, float]:
-    """Call ``run(prepared)`` once, wait for the result, return (output, seconds)."""
+    """Call ``run(prepared)`` once, wait for the result, return (output, seconds).
+    ``before()`` runs first, outside the timed region (a stateful function's setup,
+    the eviction of the caches for a cold sample)."""
+    if before is not None:
+        before()
     start = clock()
     output = call_and_wait(run, prepared, block)
     return output, clock() - start
@@ -181,6 +192,7 @@ def repeat(
     block: Callable[[Any], Any] = block_until_ready,
     first_call_s: float | None = None,
     on_sample: Callable[[int], None] | None = None,
+    before: Callable[[], None] | None = None,
 ) -> Timed:
     """Warm up, then time calls until the median is known to ``target_width`` or the
     budget is spent (see `TimingConfig`).
@@ -191,7 +203,9 @@ def repeat(
     ``max_time_s`` is the only sample; a slow *first* call does not decide that, since
     compilation may be all that made it slow (a Numba backend compiling on its first call
     with a cold cache: 4.4 s, then 4 ms calls). ``on_sample(count)`` is called after each
-    sample, outside the timed region (progress).
+    sample, outside the timed region (progress); ``before()`` before every call, warm-up
+    calls included, outside the timed region (see `time_call`). At least ``min_samples``
+    samples are taken whatever the budget.
 
     Returns:
         The samples in seconds, the output of the last call (for a final check) and why
@@ -201,13 +215,15 @@ def repeat(
     warmups = 0 if skip_warmup else config.warmup
     output = None
     for _ in range(warmups):
+        if before is not None:
+            before()
         output = call_and_wait(run, prepared, block)
     samples: list[float] = []
     total = 0.0
     next_check = max(config.min_count, 2)
     width: float | None = None
     while True:
-        output, seconds = time_call(run, prepared, clock, block)
+        output, seconds = time_call(run, prepared, clock, block, before)
         samples.append(seconds)
         total += seconds
         count = len(samples)
@@ -216,6 +232,8 @@ def repeat(
         if count >= config.max_count:
             stop = Stop.MAX_COUNT
             break
+        if count < config.min_samples:  # asked for: taken whatever the budget
+            continue
         if count == 1 and seconds >= config.max_time_s:
             stop = Stop.SINGLE_CALL
             break
@@ -241,7 +259,8 @@ def sample(
     count: int,
     clock: Clock = time.perf_counter,
     block: Callable[[Any], Any] = block_until_ready,
+    before: Callable[[], None] | None = None,
 ) -> list[float]:
     """``count`` timed calls, each waiting for its result (a block of the gate's
-    interleaved comparison)."""
-    return [time_call(run, prepared, clock, block)[1] for _ in range(count)]
+    interleaved comparison); ``before()`` untimed before each (see `time_call`)."""
+    return [time_call(run, prepared, clock, block, before)[1] for _ in range(count)]

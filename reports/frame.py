@@ -65,6 +65,8 @@ from ..statistics import ratio_interval
 from ..store import Run
 
 GROUP = ["scenario", "size", "dtype", "device"]
+NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.functions)
+MIN_SAMPLES = 5  # fewer samples than this: no interval, flagged wherever a time is shown
 TIE_CONFIDENCE = 0.95
 SAME_RUN = ["run", *GROUP]  # ratios only ever compare backends measured in one run
 
@@ -193,7 +195,9 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "ci_low_s": stats.get("ci_low"),
                     "ci_high_s": stats.get("ci_high"),
                     "samples": stats.get("count"),
-                    "compile_s": record.prepare_s,
+                    # a plain Python function (the notebook API) compiles nothing
+                    "compile_s": None if record.engine == NOT_JITTED else record.prepare_s,
+                    "checked": record.checked,
                     "first_call_s": record.first_call_s,
                     "max_error": record.max_error,
                     "samples_s": tuple(value * scale for value in record.samples_s),

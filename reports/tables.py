@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..store import Run
 from ..units import format_duration, format_seconds, number
-from .frame import GROUP
+from .frame import GROUP, MIN_SAMPLES, NOT_JITTED
 
 
 def _missing(value) -> bool:
@@ -62,6 +62,7 @@ def _backend_column(ok: pd.DataFrame) -> pd.Series:
 
 
 DISTURBED_MARK = " (disturbed)"
+UNCHECKED_MARK = " (unchecked)"  # timed without comparing its output (Backend.checked)
 
 
 def _x_fastest(row) -> str:
@@ -91,13 +92,18 @@ def disturbed_notes(ok: pd.DataFrame) -> list[str]:
 
 
 def _precision(row) -> str:
-    """Samples and the half-width of the 95% interval of the median: "42 (±0.9%)"."""
+    """Samples and the half-width of the 95% interval of the median: "42 (±0.9%)";
+    "n=1: no interval" below `MIN_SAMPLES` or without an interval."""
     count = row.samples
     if _missing(count):
         return "-"
-    if _missing(row.rel_width):
-        return f"n={int(count)}, no interval"
+    if _missing(row.rel_width) or count < MIN_SAMPLES:
+        return f"n={int(count)}: no interval"
     return f"{int(count)} (±{row.rel_width * 50:.2g}%)"
+
+
+def _compile(row) -> str:
+    return "not jitted" if row.engine == NOT_JITTED else format_seconds(row.compile_s)
 
 
 def scaled_notes(ok: pd.DataFrame) -> list[str]:
@@ -136,6 +142,7 @@ def _timing_table(ok: pd.DataFrame) -> pd.DataFrame:
         ("≈ " if row.scale != 1.0 else "") + format_seconds(row.median_s) for row in ok.itertuples()
     ]
     medians = medians + ok["disturbed"].map(lambda flag: DISTURBED_MARK if flag else "")
+    medians = medians + ok["checked"].map(lambda checked: "" if checked else UNCHECKED_MARK)
     return pd.DataFrame(
         {
             "backend": _backend_column(ok),
@@ -143,7 +150,7 @@ def _timing_table(ok: pd.DataFrame) -> pd.DataFrame:
             "median": medians,
             "IQR": ok["iqr_s"].map(format_seconds),
             "n (±)": [_precision(row) for row in ok.itertuples()],
-            "compile": ok["compile_s"].map(format_seconds),
+            "compile": [_compile(row) for row in ok.itertuples()],
             f"{unit}/s": ok["throughput"].map(number),
             "GB/s": ok["gbps"].map(number),
             f"speedup vs {baseline}": ok["speedup"].map(_ratio),
@@ -320,7 +327,9 @@ COLUMN_HELP = (
     "warm-up; every call waits for its result; *≈*: measured on part of the work and scaled, "
     "see the note under the table); *n (±)*: timed calls and the half-width of the 95% "
     "interval of the median, relative (sampling stops at ±1% or when the cell's time budget "
-    "is spent; *n=1, no interval*: one call exceeded the budget); *compile*: untimed prepare "
+    "is spent; *n=1: no interval*: fewer than 5 samples, e.g. one call exceeded the budget; "
+    "ask for more with --min-samples); *(unchecked)*: timed without comparing its output "
+    "with the reference; *compile*: untimed prepare "
     "(device placement + JIT/Numba compilation; beside another cell's worker when the "
     "environment says two cells at a time); *speedup vs B*: median of backend B / "
     "median, B being the scenario's sequential (Python loop) backend measured in the same "

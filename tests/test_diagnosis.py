@@ -75,7 +75,8 @@ def test_the_dominant_cost_is_the_largest_share_and_the_others_follow():
     }
     findings = diagnose(facts(per_call=per_call, decomposition=decomposition))
     assert costs(findings)[:2] == [Cost.TRANSFER, Cost.DISPATCH]
-    assert summary(findings).endswith("(also: dispatch-bound)")
+    # the conversions, priced as a GPU would pay them, are an estimate named after them
+    assert summary(findings).endswith("(also: dispatch-bound, host syncs on a GPU)")
 
 
 def test_below_the_dominant_share_the_cell_has_no_dominant_overhead():
@@ -111,13 +112,22 @@ def test_on_a_gpu_run_the_measured_launch_cost_makes_it_a_share():
     assert not launch.estimate and launch.share == pytest.approx(1000 * 4e-6 / 0.016)
 
 
-def test_transposes_in_the_call_are_a_layout_finding():
-    kernels = {"jit_kernel/transpose.3": 1, "jit_kernel/copy.7": 9, "jit_kernel/fusion": 1100}
-    findings = diagnose(facts(kernels_by_op=kernels, per_call={"kernels": 1110}))
-    layout = next(f for f in findings if f.cost == Cost.LAYOUT)
-    assert "1 transpose and 9 copy kernels per call (of 1,110)" in layout.evidence
-    copies_only = {"jit_kernel/copy.7": 900, "jit_kernel/fusion": 100}
-    assert Cost.LAYOUT not in costs(diagnose(facts(kernels_by_op=copies_only)))
+def test_transposes_in_compiled_loop_code_are_a_layout_finding():
+    looping = {
+        "loops": [{"trip_count": 100, "body_kernels": 5}],
+        "transposes_inside_loops": 1,
+        "transposes_outside_loops": 0,
+        "copies_inside_loops": 9,
+        "calls_per_run": 1,
+    }
+    static = {"executables": {"jit_kernel": looping}}
+    layout = next(f for f in diagnose(facts(static=static)) if f.cost == Cost.LAYOUT)
+    assert "1 transposes per call inside the loop body (and 9 copies" in layout.evidence
+    # eager transposes of code that is not jitted are no loop's layout
+    eager = {"transpose": 12, "copy": 9}
+    assert Cost.LAYOUT not in costs(diagnose(facts(kernels_by_op=eager)))
+    flat = {"executables": {"jit_kernel": {**looping, "loops": []}}}
+    assert Cost.LAYOUT not in costs(diagnose(facts(static=flat)))
 
 
 def test_temporaries_that_dominate_the_memory_are_named():
@@ -207,9 +217,9 @@ def test_the_real_world_mppi_loop_is_named_for_its_dispatches_and_transfers():
 
 def test_the_issues_scan_is_named_for_its_transposes():
     counts = counted("tridiagonal", "scanned-issue", "float64")
-    findings = diagnose(Facts(None, counts.per_call(), counts.breakdowns()["kernels_by_op"]))
+    findings = diagnose(Facts(None, counts.per_call(), static=dict(counts.static)))
     layout = next(f for f in findings if f.cost == Cost.LAYOUT)
     assert "transpose" in layout.evidence
     time_major = counted("tridiagonal", "scanned-time-major", "float64")
-    clean = diagnose(Facts(None, time_major.per_call(), time_major.breakdowns()["kernels_by_op"]))
+    clean = diagnose(Facts(None, time_major.per_call(), static=dict(time_major.static)))
     assert Cost.LAYOUT not in costs(clean)  # transposed once, outside the call

@@ -98,6 +98,13 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
         help="minimum timed calls per cell, unless one call exceeds --max-time (default 3)",
     )
     parser.add_argument(
+        "--min-samples",
+        type=positive(int, "--min-samples"),
+        default=1,
+        help="at least this many timed calls whatever the budget (default 1: a call over "
+        "--max-time is timed once, with no interval)",
+    )
+    parser.add_argument(
         "--warmup",
         type=number(int, "--warmup", 0, low_open=False),
         default=1,
@@ -129,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         min_time_s=args.min_time,
         min_count=args.min_count,
+        min_samples=args.min_samples,
         max_time_s=args.max_time,
         target_width=args.target_width,
     )

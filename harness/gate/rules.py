@@ -121,6 +121,7 @@ class CountRule:
     dispatches_by_function: Mapping[str, float] = dataclasses.field(default_factory=dict)
     kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
     launch_by_executable: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    conversions_by_function: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def label(self) -> str:

@@ -7,13 +7,24 @@ call (an eager loop whose internal ``lax.scan`` is rebuilt each time, a ``jax.ji
 inside the loop, a shape that changes) pays these in the timed call; this probe counts
 them and sums their time for one call, so the decomposition can name them. A warm,
 compiled backend has none.
+
+Which function recompiled, and why: each event names its function (``jit(scan)``), and
+during the counted call ``jax_explain_cache_misses`` is on, so JAX logs every tracing
+cache miss with where the call was made and why the cache missed ("never seen function:
+<lambda> ... maybe the function is being re-defined repeatedly"). Both are kept, grouped
+(`Compilations.by_function`, `Compilations.misses`): the diagnosis names the function,
+the place and the reason.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
+import logging
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 EVENTS = {
@@ -23,17 +34,52 @@ EVENTS = {
 }
 
 _lock = threading.Lock()
-_active: list[list[tuple[str, float]]] = []  # collectors of the calls being counted
+_active: list[list[tuple[str, float, str]]] = []  # collectors of the calls being counted
 _registered = False
+MISS = re.compile(r"CACHE MISS at (?P<where>\S+) \((?P<caller>[^)]*)\):\s*(?P<reason>.*)", re.S)
 
 
 def _listener(event: str, duration_secs: float, **kwargs: Any) -> None:
     kind = EVENTS.get(event)
     if kind is None:
         return
+    function = str(kwargs.get("fun_name") or "?")
     with _lock:
         for collector in _active:
-            collector.append((kind, float(duration_secs)))
+            collector.append((kind, float(duration_secs), function))
+
+
+class _Misses(logging.Handler):
+    """Collects the cache-miss explanations JAX logs while a call is counted."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.found: list[tuple[str, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = MISS.search(record.getMessage())
+        if match:
+            reason = " ".join(line.strip() for line in match["reason"].splitlines() if line.strip())
+            self.found.append((match["where"], match["caller"], reason))
+
+
+@contextlib.contextmanager
+def _explained() -> Iterator[_Misses]:
+    """``jax_explain_cache_misses`` on, its messages collected (not printed), then off."""
+    import jax
+
+    handler = _Misses()
+    logger = logging.getLogger("jax")
+    before = jax.config.jax_explain_cache_misses
+    jax.config.update("jax_explain_cache_misses", True)
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield handler
+    finally:
+        logger.propagate = propagate
+        logger.removeHandler(handler)
+        jax.config.update("jax_explain_cache_misses", before)
 
 
 def _register() -> None:
@@ -56,6 +102,10 @@ class Compilations:
     trace_s: float = 0.0
     lower_s: float = 0.0
     compile_s: float = 0.0
+    # function -> {"trace": n, "lower": n, "compile": n}
+    by_function: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    # [{"where": file:line:col, "caller": function, "reason": ..., "count": n}], most first
+    misses: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def total_s(self) -> float:
@@ -65,12 +115,24 @@ class Compilations:
         return {**dataclasses.asdict(self), "total_s": self.total_s}
 
     @classmethod
-    def from_events(cls, events: list[tuple[str, float]]) -> Compilations:
+    def from_events(
+        cls, events: list[tuple[str, float, str]], misses: list[tuple[str, str, str]] = ()
+    ) -> Compilations:
         count = {kind: 0 for kind in ("trace", "lower", "compile")}
         seconds = {kind: 0.0 for kind in count}
-        for kind, duration in events:
+        by_function: dict[str, dict[str, int]] = {}
+        for kind, duration, function in events:
             count[kind] += 1
             seconds[kind] += duration
+            name = function.removeprefix("jit(").removesuffix(")")  # trace and compile agree
+            kinds = by_function.setdefault(name, dict.fromkeys(("trace", "lower", "compile"), 0))
+            kinds[kind] += 1
+        grouped = collections.Counter((where, caller) for where, caller, _ in misses)
+        reasons: dict[tuple[str, str], str] = {}
+        for where, caller, reason in misses:  # the fullest explanation of each place
+            reason = re.sub(r" id=\d+", "", reason)
+            if len(reason) > len(reasons.get((where, caller), "")):
+                reasons[(where, caller)] = reason
         return cls(
             count["trace"],
             count["lower"],
@@ -78,18 +140,24 @@ class Compilations:
             seconds["trace"],
             seconds["lower"],
             seconds["compile"],
+            dict(sorted(by_function.items(), key=lambda item: -sum(item[1].values()))),
+            [
+                {"where": where, "caller": caller, "reason": reasons[(where, caller)], "count": n}
+                for (where, caller), n in grouped.most_common()
+            ],
         )
 
 
 def count_compilations(call: Callable[[], Any]) -> Compilations:
     """Traces and compilations (with their durations) while ``call()`` runs."""
     _register()
-    collector: list[tuple[str, float]] = []
+    collector: list[tuple[str, float, str]] = []
     with _lock:
         _active.append(collector)
     try:
-        call()
+        with _explained() as explained:
+            call()
     finally:
         with _lock:
             _active.remove(collector)
-    return Compilations.from_events(collector)
+    return Compilations.from_events(collector, explained.found)

@@ -23,6 +23,8 @@ from ..counts import Counts
 from ..stages import COUNTING_STAGE, MEMORY_STAGE, PREPARING_STAGE
 from ..timing import call_and_wait
 from .compilations import count_compilations
+from .conversions import counting as counting_conversions
+from .conversions import summarize as summarize_conversions
 from .extrapolation import POINTS, linear_counts
 from .gpu import command_buffers_enabled, count_gpu_events
 from .hlo import estimate, summarize
@@ -108,6 +110,8 @@ def counts_per_call(
         when ``ready`` was just prepared (a path compiled on first use)."""
         if not warm:
             stage(PREPARING_STAGE)
+            if backend.setup is not None:
+                backend.setup(ready)
             call_and_wait(backend.run, ready)
         stage(COUNTING_STAGE)
         return count_cell(backend, ready, platform)
@@ -156,6 +160,8 @@ def call_memory(
     """One call's measured peak, the minimum it must hold (inputs + its output) and the
     largest static plan of its executables (`scanbench.probes.memory`)."""
 
+    if backend.setup is not None:  # untimed and outside the measured peak
+        backend.setup(prepared)
     output, peak = call_peak(lambda: call_and_wait(backend.run, prepared), platform)
     output_bytes = tree_nbytes(output)
     return memory_counts(peak, input_bytes, output_bytes, static)
@@ -195,11 +201,20 @@ def count_cell(
     traced: list[Any] = []  # the trace's events, once recorded
     trace_errors: list[str] = []
     compilations: list[Any] = []
+    conversions: list[Any] = []
     outputs: list[Any] = []
     traced_wall_s: list[float] = []  # the counted call's wall time under the profiler
 
+    def set_up() -> None:
+        """The backend's setup (restoring a stateful function's state), outside every
+        probe, as before every timed call."""
+        if backend.setup is not None:
+            backend.setup(prepared)
+
     def call() -> None:
-        outputs.append(call_and_wait(backend.run, prepared))
+        with counting_conversions() as made:
+            outputs.append(call_and_wait(backend.run, prepared))
+        conversions.append(summarize_conversions(made))
 
     def counted_call() -> Any:
         """One call under the profiler and the compilation listeners (inside the transfer
@@ -217,11 +232,13 @@ def count_cell(
         return outputs[0]
 
     try:
+        set_up()
         counts["transfers"] = count_transfers(counted_call, platform).to_json()
     except Exception as error:
         counts["transfers_error"] = f"{type(error).__name__}: {error}"
     try:
         if not outputs:  # the transfer probe failed before the call: the call on its own
+            set_up()
             counted_call()
     except Exception as error:
         trace_errors.append(f"{type(error).__name__}: {error}")
@@ -237,6 +254,8 @@ def count_cell(
             trace_errors.append(f"{type(error).__name__}: {error}")
     if trace_errors:
         counts["trace_error"] = trace_errors[0]
+    if conversions:
+        counts["conversions"] = conversions[0].to_json()
     if compilations:
         counts["compilations"] = compilations[0].to_json()
     else:
