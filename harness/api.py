@@ -176,8 +176,9 @@ class Backend:
             call by design): the record, the reports and the gate say "unchecked".
         reducible_to: for a costly backend (an eager or Python loop) of a scenario with
             ``count_along``: at sizes with more units than this, the cell is first checked
-            and timed with ``count_along`` at this many units; when the whole call would
-            then exceed the time budget (first reduced call x work ratio > ``--max-time``),
+            and timed with ``count_along`` at this many units; when ``min_count`` whole
+            calls would then exceed the time budget (the warm reduced call's median x the
+            work ratio x ``min_count`` > ``--max-time``),
             the cell is measured on that part of the work and its times scaled by the
             ratio, stored as measured-and-scaled (``Record.sampling["scaled"]``, "≈" in
             the reports), never silently.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 from ..store import write_text_atomic
 from .gate import DEFAULT_GATES
@@ -45,7 +46,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--gates",
         default=DEFAULT_GATES,
-        help="the gate file whose [settings] (blocks, confidence, delta, ...) are used",
+        help="the gate file whose [settings] (blocks, confidence, delta, ...) are used "
+        f"(default {DEFAULT_GATES}; the defaults when it does not exist)",
     )
     parser.add_argument("--blocks", type=positive(int, "--blocks"), help="override")
     parser.add_argument("--md", help="also write the markdown here")
@@ -60,10 +62,12 @@ def run(args: argparse.Namespace) -> int:
     from ..gate.compare import Change, SideSpec, compare_environments
     from ..gate.environments import parse_assignments
     from ..gate.render import comparison_html, comparison_markdown
-    from ..gate.rules import load_gates
+    from ..gate.rules import Settings, load_gates
 
     cells = select(scenarios(args), args.backend, args.size, args.dtype, args.seed, params(args))
-    settings = load_gates(args.gates).settings
+    # only the [settings] are read: without a gate file (the default's missing), defaults
+    missing_default = args.gates == DEFAULT_GATES and not Path(args.gates).exists()
+    settings = Settings() if missing_default else load_gates(args.gates).settings
     if args.blocks:
         settings = dataclasses.replace(settings, blocks=args.blocks)
     a, b = (
