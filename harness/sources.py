@@ -71,6 +71,7 @@ def _where_in(source: Path, error: BaseException, label: str | Path) -> str:
 def _import_file(path: str) -> Any:
     """Import a Python file as a module; one line naming ``file:line`` when it fails."""
     source = Path(path).resolve()
+    path = shown(source)  # as the user sees it: ./bench/scenario.py inside the project
     if not source.is_file():
         raise InputError(f"scenario file {path!r}: no such file")
     module_name = f"scanbench_user_scenario_{abs(hash(str(source)))}"
@@ -213,6 +214,23 @@ def resolve(name_or_source: str) -> str:
     return file_source(target, attribute) if target.endswith((".py", ".pkl")) else name_or_source
 
 
+def _imports_of(path: Path) -> set[str]:
+    """The absolute imports of a Python file (``import x``, ``from x import y``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    names |= {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level
+    }
+    return names
+
+
 def imported_from(source: str) -> dict[str, str]:
     """Where each top-level module the scenario's code imports was loaded from, as
     ``{"mylib": "./mylib/__init__.py"}`` (`scanbench.import_path.shown`; the standard
@@ -221,19 +239,11 @@ def imported_from(source: str) -> dict[str, str]:
     target, _ = _split(source)
     if target.endswith(".pkl"):
         return {}
+    module_file = getattr(sys.modules.get(target), "__file__", None)
     if target.endswith(".py"):
-        tree = ast.parse(Path(target).read_text(encoding="utf-8"))
-        names = {
-            alias.name
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        }
-        names |= {
-            node.module
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level
-        }
+        names = _imports_of(Path(target))
+    elif module_file and module_file.endswith(".py"):  # the module, and what it imports
+        names = {target} | _imports_of(Path(module_file))
     else:
         names = {target}
     found = {}

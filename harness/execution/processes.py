@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import Any
@@ -141,19 +142,27 @@ def start_worker(
     kernel sends it ``death_signal`` when this process dies). A worker this process may
     SIGSTOP (`scanbench.execution.overlap`) gets SIGCONT instead: a SIGTERM would wait, pending,
     for a SIGCONT that never comes, and the stopped orphan would hold its memory for
-    ever; continued, its parent watch (`exit_with_parent`) sees the run gone and exits."""
-    return subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**environ, PARENT_PID: str(os.getpid())},
-        stdin=subprocess.DEVNULL,
-        pass_fds=pass_fds,
-        preexec_fn=functools.partial(_die_with_parent, death_signal)
-        if os.name == "posix"
-        else None,
-    )
+    ever; continued, its parent watch (`exit_with_parent`) sees the run gone and exits.
+
+    JAX warns at every fork of a process it runs threads in; the child here runs only
+    the prctl call before it execs a new interpreter, which is the safe use of fork, so
+    that warning (in a notebook's `compare(isolate=True)`) is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning
+        )
+        return subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**environ, PARENT_PID: str(os.getpid())},
+            stdin=subprocess.DEVNULL,
+            pass_fds=pass_fds,
+            preexec_fn=functools.partial(_die_with_parent, death_signal)
+            if os.name == "posix"
+            else None,
+        )
 
 
 def stop(process: subprocess.Popen) -> None:

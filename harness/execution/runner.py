@@ -260,10 +260,14 @@ class Stopped(Interrupted):
     def __init__(self, signum: int, progress: Progress) -> None:
         super().__init__(signum)
         self.progress = progress
-        self.args = (
-            f"interrupted: {progress.saved} of {progress.total} cells saved in {progress.out}; "
-            f"continue with `scanbench run --resume {progress.out}`",
-        )
+        if progress.saved or journal_path(progress.out).exists() or progress.out.exists():
+            said = (
+                f"interrupted: {progress.saved} of {progress.total} cells saved in "
+                f"{progress.out}; continue with `scanbench run --resume {progress.out}`"
+            )
+        else:  # before the first cell started: there is nothing to resume
+            said = "interrupted before the first cell ran: nothing was saved"
+        self.args = (said,)
 
 
 def run(
@@ -282,7 +286,8 @@ def run(
     check_outputs(out, other_outputs, force)
     progress = Progress(out, len(chosen.cells))
     try:
-        environment = collect_environment()
+        with signals_raise():  # a Ctrl-C while the environment is measured: one line too
+            environment = collect_environment()
         return execute(chosen, out, environment, invocation, progress=progress)
     except Interrupted as stop:
         raise Stopped(stop.signum, progress) from None
