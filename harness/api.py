@@ -63,6 +63,8 @@ class Strategy(enum.StrEnum):
 
 
 DTYPES = ("float32", "float64")
+WARM, COLD = "warm", "cold"
+CACHE_MODES = (WARM, COLD)  # cold: the caches evicted before every timed sample
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +124,11 @@ class Param:
             raise InputError(f"{label}: backend {backend!r} takes an int >= 1")
 
 
+def cache_suffix(cache: str) -> str:
+    """`` [cold]`` for a cell timed with cold caches (nothing for the warm default)."""
+    return "" if cache == WARM else f" [{cache}]"
+
+
 def param_suffix(params: Mapping[str, Any]) -> str:
     """``[block=2000,unroll=2]``: a cell's or record's backend parameters as its label
     shows them (empty without parameters)."""
@@ -174,6 +181,9 @@ class Backend:
         checked: False times the backend without comparing its output with the
             scenario's reference (a stateful function whose output changes from call to
             call by design): the record, the reports and the gate say "unchecked".
+        parallel: it uses every core of the machine (a Numba ``prange`` loop; a sharded
+            backend is parallel by its strategy): its memory bound is the copy bandwidth
+            of every core, not of one.
         reducible_to: for a costly backend (an eager or Python loop) of a scenario with
             ``count_along``: at sizes with more units than this, the cell is first checked
             and timed with ``count_along`` at this many units; when ``min_count`` whole
@@ -202,6 +212,7 @@ class Backend:
     check: Callable[[Any, Any], float] | None = None
     setup: Callable[[Any], Any] | None = None
     checked: bool = True
+    parallel: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.params) != (self.bind is not None):
@@ -369,12 +380,15 @@ class Record:
     sampling: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # how it was timed
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # --param values
     checked: bool = True  # False: timed without comparing its output (Backend.checked)
+    parallel: bool = False  # the backend uses every core (Backend.parallel)
+    cache: str = WARM  # "cold": the caches were evicted before every sample (--cache)
 
     @property
     def key(self) -> tuple:
         """What identifies the cell this record measured (to resume a run)."""
         key = (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
-        return (*key, tuple(sorted(self.params.items()))) if self.params else key
+        key = (*key, tuple(sorted(self.params.items()))) if self.params else key
+        return key if self.cache == WARM else (*key, self.cache)
 
     @property
     def disturbed(self) -> bool:

@@ -95,6 +95,7 @@ COUNT_KEYS: tuple[CountKey, ...] = (
         "conversions_by_function",
         fallback=("spans", "host_conversions"),  # the profiler's events: not np.array(x)
     ),
+    CountKey("waits", "waits", "conversions", "waits", True, "waits_by_function"),
     CountKey("compiles", "compilations", "compilations", "compiles"),
     CountKey("traces", "traces", "compilations", "traces"),
 )
@@ -212,6 +213,10 @@ class Counts:
             "conversions_by_function": {
                 name: value / calls
                 for name, value in (self.conversions.get("by_function") or {}).items()
+            },
+            "waits_by_function": {
+                name: value / calls
+                for name, value in (self.conversions.get("waits_by_function") or {}).items()
             },
         }
 

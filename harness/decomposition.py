@@ -17,9 +17,12 @@ For one call with median time ``T`` (untimed probes, same run, same device):
                   jitted-call arguments (logged without one: Python scalar, NumPy scalar or
                     array, not told apart): count x [cheapest, dearest] argument cost
                   device to host: D2H count x latency + bytes / bandwidth off CPU; on CPU
-                    the host conversions (`scanbench.probes.conversions`) x [ready,
-                    pending] conversion cost
+                    the host conversions (`scanbench.probes.conversions`) x [ready
+                    conversion, the wait a pending one forces]
                 a range when a path is unknown; the shares use its middle
+    sync      = explicit waits (``block_until_ready``, `scanbench.probes.conversions`)
+                x the measured cost of one wait after a small asynchronous call: the
+                host stops queueing ahead and sleeps until woken
     compile   = tracing, lowering and compiling inside the call (measured,
                 `scanbench.probes.compilations`; 0 for a warm, compiled backend)
     host      = T - all of the above: host work the probes do not name (Python between
@@ -40,7 +43,7 @@ from typing import Any
 
 from .counts import Counts
 
-PARTS = ("dispatch", "launch", "transfer", "compile", "device", "host")
+PARTS = ("dispatch", "launch", "transfer", "sync", "compile", "device", "host")
 
 
 def _transfer_range(
@@ -59,9 +62,9 @@ def _transfer_range(
         d2h = transfers["d2h"] * costs["d2h_latency_s"]
         d2h += (transfers.get("d2h_bytes") or 0) / costs["d2h_bytes_per_s"]
         low, high = low + d2h, high + d2h
-    elif conversions:
+    elif conversions:  # a value still being computed: the conversion waits for it
         ready = costs["d2h_latency_s"]
-        pending = max(ready, costs.get("d2h_pending_s", ready))
+        pending = max(ready, costs.get("d2h_pending_s", ready), costs.get("wait_s", ready))
         low += conversions * ready
         high += conversions * pending
     return put + low, put + high
@@ -118,22 +121,24 @@ def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict
     low, high = (scale * seconds for seconds in _transfer_range(transfers, conversions, costs))
     transfer = (low + high) / 2
     compile_s = scale * counts.compilations.get("total_s", 0.0)
+    sync = scale * (counts.conversions.get("waits") or 0) * costs.get("wait_s", 0.0)
     device = device_seconds(median_s, spans, costs.get("profiler_event_s", 0.0))
     measured = device is not None
     if measured and costs.get("platform", "cpu") == "cpu":
         device = max(device - launch, 0.0)
     device = device if measured else 0.0
-    rest = median_s - dispatch - launch - transfer - compile_s - device
+    rest = median_s - dispatch - launch - transfer - sync - compile_s - device
     result: dict[str, Any] = {
         "dispatch_s": dispatch,
         "launch_s": launch,
         "transfer_s": transfer,
         "transfer_low_s": low,
         "transfer_high_s": high,
+        "sync_s": sync,
         "compile_s": compile_s,
         "device_s": device if measured else None,
         "host_s": max(rest, 0.0) if measured else None,
-        "remainder_s": max(median_s - dispatch - launch - transfer - compile_s, 0.0),
+        "remainder_s": max(median_s - dispatch - launch - transfer - sync - compile_s, 0.0),
         "overlap": rest < 0,
         "overlap_fraction": max(-rest, 0.0) / median_s if median_s > 0 else 0.0,
         "device_measured": measured,

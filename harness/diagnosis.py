@@ -55,13 +55,15 @@ from typing import Any
 
 DOMINANT = 0.20  # a share of the median at least this names the dominant cost
 MINOR = 0.05  # below this a cost is not worth naming
-NEAR_LIMIT = 3.5  # within 3.5x of the bandwidth bound (see above)
+NEAR_LIMIT = 1.5  # within 1.5x of the copy bandwidth of the working set's level (see above)
 NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel (see above)
 TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / the work's minimum from which they are named
 MEANINGFUL_MINIMUM_BYTES = 2**20  # below this (MPPI's 56-byte inputs) no ratio means much
 MANY_DISPATCHES = 100  # dispatches per call from which their size is looked at
 SMALL_EXECUTION_S = 100e-6  # mean device time per dispatch below which it is small
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
+FASTER_BY = 1.3  # a backend of the same table this much faster is named
+HOST_ENGINES = ("numpy", "numba", "scipy")  # host code: their host time is the work
 # A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
 # GPU run measures it (environment.overheads.kernel_launch_s of that run).
@@ -75,6 +77,10 @@ GPU_SYNC_S = 15e-6
 
 class Cost(enum.StrEnum):
     NEAR_LIMIT = "near a limit"
+    FASTER = "a faster backend"
+    SYNC = "sync-bound"
+    UNEXPLAINED = "unexplained host time"
+    COMPUTE = "compute-bound"
     DISPATCH = "dispatch-bound"
     SMALL_EXECUTIONS = "many small executions"
     TRANSFER = "transfer-bound"
@@ -95,6 +101,7 @@ class Finding:
     evidence: str
     fix: str
     estimate: bool = False  # a prediction (GPU launches on a CPU run), not a measurement
+    label: str = ""  # how the summary's "also" names it, when more than its cost
 
     def text(self) -> str:
         label = f"{self.cost} (estimate)" if self.estimate else str(self.cost)
@@ -114,6 +121,12 @@ class Facts:
     x_bandwidth: float | None = None
     x_roofline: float | None = None
     memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.memory
+    bound_level: str | None = None  # the memory level x_bandwidth is measured against
+    engine: str = "jax"  # what executes the backend: jax, numpy, numba, scipy, python
+    # (backend, how many times faster, {count: (this backend's, its)}) of the fastest
+    # backend of the same table on the same cores (one, or every one) that does the same
+    # work >= `FASTER_BY` x faster
+    faster: tuple[str, float, Mapping[str, tuple[float | None, float | None]]] | None = None
     compilations: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by function
     conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by kind, caller
     static: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.static
@@ -132,6 +145,7 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         costs=dict(environment.get("overheads") or {}),
         platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
         memory=dict(record.counts.section("memory")),
+        engine=record.engine,
         compilations=dict(record.counts.compilations),
         conversions=dict(record.counts.conversions),
         static=dict(record.counts.static),
@@ -156,14 +170,85 @@ def _near_limit(facts: Facts) -> Finding | None:
     ]
     for ratio, what, near in limits:
         if ratio is not None and ratio == ratio and ratio <= near:
+            level = f" ({facts.bound_level})" if facts.bound_level and "bandwidth" in what else ""
             return Finding(
                 Cost.NEAR_LIMIT,
                 None,
-                f"{ratio:.2f}x {what}",
+                f"{ratio:.2f}x {what}{level}",
                 "nothing left to gain from the loop structure; only less work or data "
                 "(a smaller dtype, fewer passes) or a faster machine",
             )
     return None
+
+
+COUNTS_NAMED = {
+    "dispatches": "dispatches",
+    "kernels": "kernels",
+    "launch_equivalent": "GPU launch equiv.",
+    "h2d": "H2D",
+    "host_conversions": "host conversions",
+    "waits": "waits",
+    "compiles": "compilations",
+}
+
+
+def _faster(facts: Facts) -> Finding | None:
+    """Another backend of the same table does the same work at least `FASTER_BY` x
+    faster: named, with the counts in which the two differ."""
+    if facts.faster is None:
+        return None
+    name, ratio, counts = facts.faster
+    shown = [
+        f"{COUNTS_NAMED.get(key, key)} {_count(mine)} vs {_count(theirs)}"
+        for key, (mine, theirs) in counts.items()
+    ]
+    differs = f" ({'; '.join(shown)})" if shown else " (with the same counts: its loop or layout)"
+    return Finding(
+        Cost.FASTER,
+        None,
+        f"{name} does the same work {ratio:.1f}x faster{differs}",
+        f"see what {name} does differently",
+        label=f"{name} {ratio:.1f}x faster",
+    )
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _sync(facts: Facts) -> Finding | None:
+    """Explicit waits per item: each stops the host from queueing the next call while the
+    device runs the last, and sleeps until woken."""
+    waits = _get(facts.per_call, "waits")
+    if waits < 2:
+        return None
+    by_function = facts.conversions.get("waits_by_function") or {}
+    where = ", ".join(f"{name} {count:g}" for name, count in list(by_function.items())[:2])
+    where = f" (in {where})" if where else ""
+    fix = (
+        "wait once, after the loop: let the host queue the calls ahead (no "
+        "block_until_ready, float() or np.array() per step)"
+    )
+    if _untimed(facts):
+        if waits < UNTIMED_COUNT:
+            return None
+        return Finding(
+            Cost.SYNC,
+            None,
+            f"{waits:,.0f} waits per call{where} (a timed run gives their share)",
+            fix,
+        )
+    share = _get(facts.decomposition, "sync_fraction")
+    if share < MINOR:
+        return None
+    cost = facts.costs.get("wait_s")
+    each = f" x {cost * 1e6:.0f} us" if cost else ""
+    return Finding(
+        Cost.SYNC,
+        share,
+        f"{waits:,.0f} waits per call{where}{each} = {_pct(share)} of the time",
+        fix,
+    )
 
 
 def _untimed(facts: Facts) -> bool:
@@ -367,8 +452,7 @@ def _layout(facts: Facts) -> Finding | None:
     return Finding(
         Cost.LAYOUT,
         None,
-        f"{transposes:,.0f} transposes per call {where} (and {copies:,.0f} copies in loop "
-        "bodies)",
+        f"{transposes:,.0f} transposes per call {where} (and {copies:,.0f} copies in loop bodies)",
         "keep the data in the layout the loop reads (time-major for a scan over time): "
         "transpose once, outside the call, or choose in_axes/out_axes",
     )
@@ -398,6 +482,7 @@ def _temporaries(facts: Facts) -> Finding | None:
 
 RULES = (
     _dispatch,
+    _sync,
     _small_executions,
     _transfer,
     _recompile,
@@ -410,30 +495,58 @@ RULES = (
 
 def diagnose(facts: Facts) -> tuple[Finding, ...]:
     """Every fired rule, the dominant cost first (see the module doc); a cell with none
-    says so, with where its time runs."""
+    says so, with where its time runs. A faster backend of the same table is named
+    right after the dominant cost, and nothing is "near a limit" beside one."""
     fired = [finding for rule in RULES if (finding := rule(facts)) is not None]
+    faster = _faster(facts)
     overheads = [f for f in fired if f.share is not None and f.share >= MINOR and not f.estimate]
     limit = _near_limit(facts)
-    if limit is not None and not overheads:
+    if limit is not None and not overheads and faster is None:
         return (limit, *fired)
     timed = sorted(
         (f for f in fired if f.share is not None and not f.estimate),
         key=lambda f: -(f.share or 0.0),
     )
     rest = [f for f in fired if f not in timed]
+    neighbour = [faster] if faster is not None else []
     if timed and (timed[0].share or 0.0) >= DOMINANT:
-        return (*timed, *rest)
+        return (timed[0], *neighbour, *timed[1:], *rest)
     if _untimed(facts) and rest:  # counts alone: the overheads present, by rule
-        return tuple(rest)
+        return (*neighbour, *rest)
+    return (*neighbour, _the_rest(facts), *timed, *rest)
+
+
+def _the_rest(facts: Facts) -> Finding:
+    """When no overhead dominates: host time of a JAX backend that no count explains
+    (never "the work itself"), else the work itself: compute-bound when the memory bound
+    is known and far, or no dominant overhead."""
     device = facts.decomposition.get("device_fraction")
     host = facts.decomposition.get("host_fraction")
+    if facts.engine not in HOST_ENGINES and host is not None and host >= DOMINANT:
+        return Finding(
+            Cost.UNEXPLAINED,
+            host,
+            f"host {_pct(host)} of the time that no count explains (device {_pct(device or 0)}): "
+            "Python between the calls, NumPy on the host, or waits the probes do not see",
+            "look at the trace (`scanbench profile`): the host thread's events show where",
+        )
     where = (
         f"device {_pct(device)}, host {_pct(host)}"
         if device is not None and host is not None
         else "the overheads counted are small"
     )
-    none = Finding(Cost.NONE, None, where, "the time is the work itself")
-    return (none, *timed, *rest)
+    ratio = facts.x_bandwidth
+    if ratio is not None and ratio == ratio and ratio > NEAR_LIMIT:
+        level = f" ({facts.bound_level})" if facts.bound_level else ""
+        return Finding(
+            Cost.COMPUTE,
+            None,
+            f"no overhead counted ({where}) and {ratio:.2f}x the memory bound{level}: "
+            "the arithmetic or a dependency chain takes the time",
+            "fewer operations, a better algorithm or layout for the vector units; the "
+            "roofline column, where there is one, says how far the arithmetic's limit is",
+        )
+    return Finding(Cost.NONE, None, where, "the time is the work itself")
 
 
 def summary(findings: Sequence[Finding]) -> str:
@@ -442,6 +555,8 @@ def summary(findings: Sequence[Finding]) -> str:
         return ""
     head, *others = findings
     text = head.text()
+    # timed costs below the minor share are not worth a label; the rest are no shares
+    others = [f for f in others if f.share is None or f.share >= MINOR]
     if others:
-        text += " (also: " + ", ".join(str(f.cost) for f in others) + ")"
+        text += " (also: " + ", ".join(f.label or str(f.cost) for f in others) + ")"
     return text

@@ -17,6 +17,7 @@ from typing import Any
 
 from .import_path import import_root
 from .probes.bandwidth import copy_bandwidth
+from .probes.caches import measure_levels
 
 
 def _version(distribution: str) -> str | None:
@@ -143,4 +144,6 @@ def collect(measure_bandwidth: bool = True) -> dict[str, Any]:
     }
     if measure_bandwidth:
         env["memory_bandwidth"] = copy_bandwidth()
+        # the bound of each memory level: a cell is compared with its working set's level
+        env["memory_levels"] = [level.to_json() for level in measure_levels()]
     return env

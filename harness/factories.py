@@ -228,6 +228,7 @@ def host_backend(
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
     check: Callable[[Any, Any], float] | None = None,
+    parallel: bool = False,
 ) -> Backend:
     """A backend that runs ``fn(inputs)`` on the host (NumPy, SciPy, Numba).
 
@@ -236,6 +237,8 @@ def host_backend(
             ``prepare``: tiny inputs of the same types, so a Numba function is compiled
             for them without running the full workload.
         check: its own check instead of the scenario's (`scanbench.api.Backend.check`).
+        parallel: ``fn`` uses every core (Numba ``parallel=True``): compared with the
+            all-cores memory bound.
         (the others as in `jax_backend`.)
     """
 
@@ -256,4 +259,5 @@ def host_backend(
         sizes=sizes,
         skip_reason=skip_reason,
         check=check,
+        parallel=parallel,
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib
 import importlib.util
 import pickle
@@ -74,7 +75,10 @@ def _import_file(path: str) -> Any:
     path = shown(source)  # as the user sees it: ./bench/scenario.py inside the project
     if not source.is_file():
         raise InputError(f"scenario file {path!r}: no such file")
-    module_name = f"scanbench_user_scenario_{abs(hash(str(source)))}"
+    # the same name in every process (hash() of a str is salted per process): a Numba
+    # function cached by one worker (``cache=True``) names its module, and the next
+    # worker must find it under that name
+    module_name = f"scanbench_user_scenario_{hashlib.sha1(str(source).encode()).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(module_name, source)
     if spec is None or spec.loader is None:
         raise InputError(f"scenario file {path!r}: cannot be imported as Python")

@@ -54,13 +54,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..api import param_suffix
+from ..api import cache_suffix, param_suffix
+from ..bounds import bound_for
 from ..counts import Counts
 from ..decomposition import PARTS
-from ..diagnosis import Facts, diagnose, facts_of, summary
+from ..diagnosis import FASTER_BY, Facts, diagnose, facts_of, summary
 from ..statistics import ratio_interval
 from ..store import Run
 
@@ -68,7 +70,8 @@ GROUP = ["scenario", "size", "dtype", "device"]
 NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.functions)
 MIN_SAMPLES = 5  # fewer samples than this: no interval, flagged wherever a time is shown
 TIE_CONFIDENCE = 0.95
-SAME_RUN = ["run", *GROUP]  # ratios only ever compare backends measured in one run
+# ratios only ever compare backends measured in one run, with the caches in the same state
+SAME_RUN = ["run", *GROUP, "cache"]
 
 
 def _device_kind(device: dict, environment: dict) -> str:
@@ -88,7 +91,7 @@ def _backend_label(record) -> str:
     """The backend's name, its ``--param`` values (``scanned-blocked[block=500]``), and
     `` (N devices)`` for a sharded backend that split its work over the host's cores by
     default (it shares the table of the single-device backends)."""
-    label = record.backend + param_suffix(dict(record.params))
+    label = record.backend + param_suffix(dict(record.params)) + cache_suffix(record.cache)
     count = dict(record.device).get("cell_devices", 1)
     if record.devices is None and count > 1:
         return f"{label} ({count} devices)"
@@ -160,6 +163,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
         units = {name: fact.throughput_unit for name, fact in facts.items()}
         baselines = {name: fact.baseline for name, fact in facts.items()}
         bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
+        levels = env.get("memory_levels") or []
         for order, record in enumerate(run.records):
             stats = dict(record.stats)
             work = dict(record.work)
@@ -198,6 +202,8 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     # a plain Python function (the notebook API) compiles nothing
                     "compile_s": None if record.engine == NOT_JITTED else record.prepare_s,
                     "checked": record.checked,
+                    "parallel": record.parallel or record.strategy == "sharded",
+                    "cache": record.cache,
                     "first_call_s": record.first_call_s,
                     "max_error": record.max_error,
                     "samples_s": tuple(value * scale for value in record.samples_s),
@@ -217,7 +223,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "work_amount": work.get(unit),
                     "throughput": work.get(unit) / median if unit in work and median else None,
                     "gbps": work["bytes"] / median / 1e9 if "bytes" in work and median else None,
-                    "bound_s": work["bytes"] / bandwidth if "bytes" in work and bandwidth else None,
+                    **_bound(record, work, levels, bandwidth),
                     **_count_columns(record.counts, dict(record.decomposition)),
                     "_facts": facts_of(record, env),
                 }
@@ -237,21 +243,89 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     limit = median.where(roofline & (frame["status"] == "ok"))
     frame["x_roofline"] = median / limit.groupby(same_run, sort=False).transform("min")
     frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median)
+    faster = _faster_neighbours(frame, ok_median)
     frame["diagnosis"] = [
-        _diagnosis(facts, x_bw, x_roof)
-        for facts, x_bw, x_roof in zip(
-            frame["_facts"], frame["x_bandwidth"], frame["x_roofline"], strict=True
+        _diagnosis(facts, x_bw, x_roof, level, neighbour)
+        for facts, x_bw, x_roof, level, neighbour in zip(
+            frame["_facts"],
+            frame["x_bandwidth"],
+            frame["x_roofline"],
+            frame["bound_level"],
+            faster,
+            strict=True,
         )
     ]
     return frame.drop(columns="_facts")
 
 
-def _diagnosis(facts: Facts | None, x_bandwidth: float, x_roofline: float) -> str:
+# the counts a slower backend's diagnosis compares with a faster one's (frame columns)
+COMPARED = {
+    "dispatches": "dispatches",
+    "kernels": "kernels_trace",
+    "launch_equivalent": "launch_equivalent",
+    "h2d": "h2d",
+    "host_conversions": "host_conversions",
+    "waits": "waits",
+    "compiles": "compiles",
+}
+
+
+def _faster_neighbours(frame: pd.DataFrame, ok_median: pd.Series) -> list:
+    """Per row, the fastest backend of its table (same run) on the same cores (one, or
+    every one: a parallel backend is no rival of a serial one) at least `FASTER_BY` x
+    faster, as (label, ratio, {count: (this row's, its)} of the counts that differ), or
+    None."""
+    found: list = [None] * len(frame)
+    same_run = [frame[key] for key in SAME_RUN] + [frame["parallel"]]
+    for _, group in ok_median.groupby(same_run, sort=False):
+        valid = group.dropna()
+        if valid.empty:
+            continue
+        best = valid.idxmin()
+        for index, median in valid.items():
+            if index == best or median < FASTER_BY * valid[best]:
+                continue
+            counts = {}
+            for key, column in COMPARED.items():
+                if column not in frame:
+                    continue
+                mine, theirs = frame.at[index, column], frame.at[best, column]
+                mine = None if pd.isna(mine) else float(mine)
+                theirs = None if pd.isna(theirs) else float(theirs)
+                if mine != theirs:
+                    counts[key] = (mine, theirs)
+            position = frame.index.get_loc(index)
+            found[position] = (str(frame.at[best, "backend"]), median / valid[best], counts)
+    return found
+
+
+def _bound(record: Any, work: dict, levels: list, bandwidth: float | None) -> dict[str, Any]:
+    """The memory bound of a cell: its bytes at the copy bandwidth of the level its
+    working set fits in (the inputs and output it must hold, else its bytes), with every
+    core's figure for a parallel backend (`scanbench.bounds.bound_for`); runs
+    stored before the levels were measured: the DRAM copy of one thread."""
+    if "bytes" not in work:
+        return {"bound_s": None, "bound_level": None}
+    minimum = (record.counts.section("memory") or {}).get("minimum_bytes")
+    parallel = record.parallel or record.strategy == "sharded"
+    found = bound_for(levels, minimum or work["bytes"], parallel)
+    if found is None:
+        return {"bound_s": work["bytes"] / bandwidth if bandwidth else None, "bound_level": None}
+    level, bytes_per_s = found
+    return {
+        "bound_s": work["bytes"] / bytes_per_s,
+        "bound_level": f"{level}, all cores" if parallel else level,
+    }
+
+
+def _diagnosis(facts: Facts | None, x_bandwidth: float, x_roofline: float, level, faster) -> str:
     if facts is None:
         return ""
     limits = {
         "x_bandwidth": None if pd.isna(x_bandwidth) else float(x_bandwidth),
         "x_roofline": None if pd.isna(x_roofline) else float(x_roofline),
+        "bound_level": None if level is None or pd.isna(level) else str(level),
+        "faster": faster,
     }
     return summary(diagnose(dataclasses.replace(facts, **limits)))
 

@@ -29,12 +29,13 @@ PARTS = (  # decomposition part, column, colour
     ("dispatch", "dispatch_pct", "#d62728"),
     ("kernel launch", "launch_pct", "#ff7f0e"),
     ("transfer", "transfer_pct", "#9467bd"),
+    ("waits", "sync_pct", "#17becf"),
     ("recompilation", "compile_pct", "#8c564b"),
     ("device (measured)", "device_pct", "#2ca02c"),
-    ("host: Python, native code, waits (the rest)", "host_pct", "#bcbd22"),
+    ("host: Python, native code (the rest)", "host_pct", "#bcbd22"),
     ("device + host (not split: older results)", "unsplit_pct", "#98df8a"),
 )
-OVERHEADS = PARTS[:4]
+OVERHEADS = PARTS[:5]
 
 
 @dataclasses.dataclass(frozen=True)

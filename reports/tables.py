@@ -102,6 +102,13 @@ def _precision(row) -> str:
     return f"{int(count)} (±{row.rel_width * 50:.2g}%)"
 
 
+def _bound_cell(row) -> str:
+    """``2.05 (L3)``: the ratio to the memory bound and the level it is the bound of."""
+    ratio = number(row.x_bandwidth)
+    level = getattr(row, "bound_level", None)
+    return f"{ratio} ({level})" if level and ratio != "-" else ratio
+
+
 def _compile(row) -> str:
     return "not jitted" if row.engine == NOT_JITTED else format_seconds(row.compile_s)
 
@@ -155,7 +162,7 @@ def _timing_table(ok: pd.DataFrame) -> pd.DataFrame:
             "GB/s": ok["gbps"].map(number),
             f"speedup vs {baseline}": ok["speedup"].map(_ratio),
             "x fastest": [_x_fastest(row) for row in ok.itertuples()],
-            "x BW bound": ok["x_bandwidth"].map(number),
+            "x BW bound": [_bound_cell(row) for row in ok.itertuples()],
             "memory (x min)": memory_column(ok),
         }
     )
@@ -179,6 +186,7 @@ def counts_table(ok: pd.DataFrame) -> pd.DataFrame:
             "dispatch": ok["dispatch_pct"].map(_pct),
             "launch": ok["launch_pct"].map(_pct),
             "transfer": [_pct_range(r) for r in ok.itertuples()],
+            "sync": ok["sync_pct"].map(_pct),
             "recompile": ok["compile_pct"].map(_pct),
             "device": ok["device_pct"].map(_pct),
             "host": [_host(r) for r in ok.itertuples()],
@@ -346,10 +354,12 @@ COLUMN_HELP = (
     "loop body kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers "
     "under jax.transfer_guard (bytes when logged); *dispatch/launch/transfer*: counts x unit "
     "costs measured in the same run (*transfer* priced by path: a range *a-b* when the path "
-    "is unknown); *recompile*: tracing and compilation inside the timed call, measured "
+    "is unknown); *sync*: explicit waits (block_until_ready) x the measured cost of one "
+    "wait after a small asynchronous call; *recompile*: tracing and compilation inside the "
+    "timed call, measured "
     "(jax.monitoring); *device*: the share of the traced call an XLA program was executing, "
     "measured from the trace (less the launch estimate); *host*: the rest of the median: host"
-    " work no probe names (Python, NumPy/Numba/SciPy code, waits); *(overlap N%)*: the parts "
+    " work no probe names (Python, NumPy/Numba/SciPy code); *(overlap N%)*: the parts "
     "exceed the median by N% (host and device work overlapped). *memory (x min)*: the peak "
     "memory one warm call adds to the process (CPU: resident-set high-water mark; GPU: device"
     " memory; *≤*: bounded by an earlier peak) and (inputs + that peak) / (inputs + output), "

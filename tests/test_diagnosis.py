@@ -143,7 +143,7 @@ def test_temporaries_that_dominate_the_memory_are_named():
         assert Cost.TEMPORARIES not in costs(diagnose(facts(memory=other)))
 
 
-@pytest.mark.parametrize(("x_bandwidth", "x_roofline"), [(3.0, None), (None, 1.3)])
+@pytest.mark.parametrize(("x_bandwidth", "x_roofline"), [(1.3, None), (None, 1.3)])
 def test_a_cell_near_its_limit_says_so(x_bandwidth, x_roofline):
     findings = diagnose(facts(x_bandwidth=x_bandwidth, x_roofline=x_roofline))
     assert findings[0].cost == Cost.NEAR_LIMIT
@@ -154,10 +154,51 @@ def test_a_cell_near_its_limit_says_so(x_bandwidth, x_roofline):
     assert busy[0].cost == Cost.DISPATCH  # an overhead to fix first
 
 
-def test_the_roofline_is_near_only_within_1_5x():
+def test_limits_are_near_only_within_1_5x():
     # the Numba MPPI run at 2.84x its roofline still draws, weights and steps the plant
     assert diagnose(facts(x_roofline=2.84))[0].cost == Cost.NONE
-    assert diagnose(facts(x_bandwidth=2.84))[0].cost == Cost.NEAR_LIMIT
+    # a copy of the working set's level reaches 1.0-1.1x (tests/test_known_answers.py):
+    # 2.84x is not a limit, it is the work
+    assert diagnose(facts(x_bandwidth=1.4))[0].cost == Cost.NEAR_LIMIT
+    far = diagnose(facts(x_bandwidth=2.84, bound_level="L3"))[0]
+    assert far.cost == Cost.COMPUTE and "2.84x the memory bound (L3)" in far.evidence
+
+
+def test_a_faster_backend_of_the_table_is_named_with_what_differs():
+    faster = ("numba-time-major", 2.9, {"dispatches": (1.0, 0.0), "kernels": (1108.0, 0.0)})
+    findings = diagnose(facts(x_bandwidth=1.2, faster=faster))
+    assert findings[0].cost == Cost.FASTER  # never "near a limit" beside a faster one
+    assert findings[0].evidence == (
+        "numba-time-major does the same work 2.9x faster (dispatches 1 vs 0; kernels 1,108 vs 0)"
+    )
+    overhead = {"dispatch_fraction": 0.4}
+    busy = diagnose(facts(per_call={"dispatches": 500}, decomposition=overhead, faster=faster))
+    assert costs(busy)[:2] == [Cost.DISPATCH, Cost.FASTER]
+    assert "(also: numba-time-major 2.9x faster" in summary(busy)
+
+
+def test_waits_per_item_are_named_with_their_measured_cost():
+    per_call = {"dispatches": 202, "waits": 200}
+    decomposition = {"sync_fraction": 0.65, "dispatch_fraction": 0.08, "device_fraction": 0.05}
+    findings = diagnose(facts(per_call=per_call, decomposition=decomposition,
+                              costs={**COSTS, "wait_s": 28e-6}))  # fmt: skip
+    assert findings[0].cost == Cost.SYNC
+    assert findings[0].evidence == "200 waits per call x 28 us = 65% of the time"
+
+
+def test_unexplained_host_time_of_a_jax_backend_is_never_the_work_itself():
+    decomposition = {"device_fraction": 0.1, "host_fraction": 0.7}
+    (first, *_) = diagnose(facts(decomposition=decomposition))
+    assert first.cost == Cost.UNEXPLAINED and "scanbench profile" in first.fix
+    numba = diagnose(facts(decomposition=decomposition, engine="numba"))[0]
+    assert numba.cost == Cost.NONE  # host code: its host time is the work
+
+
+def test_a_label_below_the_minor_share_is_not_shown():
+    per_call = {"dispatches": 500, "compiles": 1}
+    decomposition = {"dispatch_fraction": 0.6, "compile_fraction": 0.01}
+    text = summary(diagnose(facts(per_call=per_call, decomposition=decomposition)))
+    assert text.startswith("dispatch-bound") and "recompiling" not in text
 
 
 def test_without_a_timed_run_the_counts_alone_name_the_overheads():
@@ -172,9 +213,9 @@ def test_without_a_timed_run_the_counts_alone_name_the_overheads():
 
 
 def test_stored_tdma_cells_are_diagnosed_as_the_issue_describes():
-    """From a run the harness stored (tests/data/tdma.json): the best Numba solver is near
-    the bandwidth bound, the issue's scan shows its transposes, and the per-column Python
-    loop at smoke is dispatch-bound."""
+    """From a run the harness stored (tests/data/tdma.json): the best Numba solver at 3.2x
+    the bound is not told it is near a limit, the issue's scan shows its transposes, and
+    the per-column Python loop at smoke is dispatch-bound."""
     from pathlib import Path
 
     from scanbench.reports.frame import records_frame
@@ -182,7 +223,8 @@ def test_stored_tdma_cells_are_diagnosed_as_the_issue_describes():
 
     frame = records_frame([load_run(Path(__file__).parent / "data" / "tdma.json")])
     rows = frame.set_index(["size", "backend"])["diagnosis"]
-    assert rows["default", "numba-time-major"].startswith("near a limit: ")
+    # 3.2x the (DRAM) bound is not "near a limit": a copy reaches 1.0-1.1x
+    assert not rows["default", "numba-time-major"].startswith("near a limit")
     assert "layout" in rows["default", "scanned-issue"]
     assert rows["smoke", "sequential-jax"].startswith("dispatch-bound: 202 dispatches")
 

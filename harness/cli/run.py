@@ -60,6 +60,14 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "(SIGSTOP); compile times are then taken beside the other worker's",
     )
     parser.add_argument(
+        "--cache",
+        choices=("warm", "cold", "both"),
+        default="warm",
+        help="warm (default): every sample finds the caches as the previous call left them; "
+        "cold: the caches are evicted before every sample (outside the timed region); "
+        "both: each cell twice, warm and cold, never mixed in one statistic",
+    )
+    parser.add_argument(
         "--count-parts",
         action="store_true",
         help="store each count's fixed and per-unit parts (counted at 2, 3 and 4 units of "
@@ -153,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         count_parts=args.count_parts,
         params=params(args),
         overlap=not args.no_overlap,
+        caches=("warm", "cold") if args.cache == "both" else (args.cache,),
     )
     measured = runner.run(plan, invocation, out, [args.md, args.html], args.force)
     return finish(measured, out, args)

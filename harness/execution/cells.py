@@ -9,7 +9,16 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..api import HarnessError, InputError, Scenario, UnknownNameError, param_suffix
+from ..api import (
+    CACHE_MODES,
+    WARM,
+    HarnessError,
+    InputError,
+    Scenario,
+    UnknownNameError,
+    cache_suffix,
+    param_suffix,
+)
 from ..sources import catalogue, load, resolve
 from ..timing import TimingConfig
 
@@ -29,8 +38,11 @@ class Cell:
     source: str = ""
     devices: int | None = None  # None: the worker's devices as they are (scanbench.sharding)
     params: tuple[tuple[str, Any], ...] = ()  # the backend's parameters (--param), sorted
+    cache: str = WARM  # "cold": the caches evicted before every sample (--cache)
 
     def __post_init__(self) -> None:  # a bundled scenario may be named without its source
+        if self.cache not in CACHE_MODES:
+            raise UnknownNameError("--cache mode", self.cache, CACHE_MODES)
         object.__setattr__(self, "source", resolve(self.source or self.scenario))
         pairs = dict(self.params.items() if isinstance(self.params, Mapping) else self.params)
         object.__setattr__(self, "params", tuple(sorted(pairs.items())))
@@ -39,11 +51,12 @@ class Cell:
     def key(self) -> tuple:
         """Matches `Record.key` of the record that measured this cell."""
         key = (self.scenario, self.backend, self.size, self.dtype, self.seed, self.devices)
-        return (*key, self.params) if self.params else key
+        key = (*key, self.params) if self.params else key
+        return key if self.cache == WARM else (*key, self.cache)
 
     @property
     def label(self) -> str:
-        backend = self.backend + param_suffix(dict(self.params))
+        backend = self.backend + param_suffix(dict(self.params)) + cache_suffix(self.cache)
         label = f"{self.scenario}/{backend}/{self.size}/{self.dtype}"
         return label if self.devices is None else f"{label}/{self.devices}dev"
 

@@ -102,6 +102,7 @@ def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
         dtype=cell.dtype,
         seed=cell.seed,
         params=dict(cell.params),
+        cache=cell.cache,
         status="failed",
         error=error,
         wall_s=wall_s,

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..api import InputError, Record, StoreError
+from ..api import WARM, InputError, Record, StoreError
 from ..sources import file_source, imported_from, load
 from ..store import Run, ScenarioFacts, load_run, write_run
 from ..timing import TimingConfig
@@ -218,6 +218,7 @@ def plan(
     count_parts: bool = False,
     params: Mapping[str, Sequence[str]] | None = None,
     overlap: bool = True,
+    caches: Sequence[str] = (WARM,),
 ) -> tuple[Plan, dict[str, Any]]:
     """The cells of a new run (every size x selected cell x device count, every name
     checked) and the invocation stored with it, which holds the plan (for ``--resume``)
@@ -227,10 +228,11 @@ def plan(
             "--count-parts stores parts of the counts, which --no-probes skips; drop one"
         )
     cells = [
-        dataclasses.replace(cell, devices=count)
+        dataclasses.replace(cell, devices=count, cache=cache)
         for size in sizes
         for cell in select(scenarios, backends, size, dtype, seed, params)
         for count in devices
+        for cache in caches
     ]
     chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts, overlap)
     facts = {}

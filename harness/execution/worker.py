@@ -32,9 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..api import Backend, Counts, MismatchError, Record, Scenario, Size
+from ..api import WARM, Backend, Counts, MismatchError, Record, Scenario, Size
 from ..checks import InputSnapshot, check_again, check_of, checked_error, stateful_or
 from ..environment import collect, device_info
+from ..probes.caches import evictor
 from ..probes.memory import tree_nbytes
 from ..probes.overheads import measure_all
 from ..probes.passes import count_cell, counts_per_call
@@ -123,6 +124,7 @@ def run_cell(
         timing,
         devices=cell.devices,
         params=dict(cell.params),
+        cache=cell.cache,
         probes=probes,
         counts_only=counts_only,
         beacon=beacon,
@@ -148,6 +150,7 @@ def measure(
     summarize: bool = True,
     started: float | None = None,
     configure_x64: bool = True,
+    cache: str = WARM,
 ) -> Record:
     """Prepare, check, time, then count one backend of a scenario at a size, in this
     process; any exception becomes a failed record (see `run_cell` for the options).
@@ -168,6 +171,8 @@ def measure(
         "size_params": dict(size.params),
         "work": dict(scenario.work(size, target.dtype)),
         "checked": backend.checked,
+        "parallel": backend.parallel or backend.strategy == "sharded",
+        "cache": cache,
     }
     if not backend.runs_at(size.name):
         beacon.stage(ESTIMATE_STAGE, "skipped at this size: estimating its cost")
@@ -192,7 +197,7 @@ def measure(
             base["x64"] = bool(jax.config.jax_enable_x64)
         base["device"] = {**device_info(), **cell_device_info()}
         measured = _measure(
-            scenario, backend, size, target, timing, counts_only, first_call_known, beacon
+            scenario, backend, size, target, timing, counts_only, first_call_known, beacon, cache
         )
         counts = Counts()
         if probes or counts_only:
@@ -251,7 +256,15 @@ class _Measured:
 
 
 def _check_and_time(
-    scenario, backend, size, target, timing, counts_only, first_call_known, beacon: Beacon
+    scenario,
+    backend,
+    size,
+    target,
+    timing,
+    counts_only,
+    first_call_known,
+    beacon: Beacon,
+    cache: str = WARM,
 ):
     """Prepare, check the first call, then sample (adaptive, `scanbench.timing.repeat`)."""
     along = scenario.count_along
@@ -289,7 +302,7 @@ def _check_and_time(
             timing,
             first_call_s=known,
             on_sample=beacon.samples,
-            before=setup,
+            before=_before_sample(setup, cache),
         )
         samples, sampling = timed.samples, timed.sampling(timing)
         calls = 1 + timed.warmup_calls + len(samples)
@@ -312,6 +325,21 @@ def _check_and_time(
     )
 
 
+def _before_sample(setup: Callable[[], Any] | None, cache: str) -> Callable[[], None] | None:
+    """What runs untimed before every sample: the backend's setup, then, for a cold
+    sample, the eviction of the caches (after the setup, which may touch the data)."""
+    if cache == WARM:
+        return setup
+    evict = evictor()
+
+    def before() -> None:
+        if setup is not None:
+            setup()
+        evict()
+
+    return before
+
+
 def reduced_size(scenario: Scenario, backend: Backend, size: Size) -> Size | None:
     """The smaller size a costly backend is first measured at (`Backend.reducible_to`
     units of the scenario's ``count_along``), or None when it does not apply."""
@@ -322,7 +350,15 @@ def reduced_size(scenario: Scenario, backend: Backend, size: Size) -> Size | Non
 
 
 def _measure(
-    scenario, backend, size, target, timing, counts_only, first_call_known, beacon: Beacon
+    scenario,
+    backend,
+    size,
+    target,
+    timing,
+    counts_only,
+    first_call_known,
+    beacon: Beacon,
+    cache: str = WARM,
 ) -> _Measured:
     """Check and time the target; a costly backend (`Backend.reducible_to`) is measured on
     part of the work first, and kept there, scaled, when ``min_count`` whole calls would
@@ -335,7 +371,9 @@ def _measure(
     0.3 s, on 2 of 4 generations): such a backend is then measured whole, exactly."""
     reduced = reduced_size(scenario, backend, size) if first_call_known else None
     if reduced is not None and not counts_only:
-        part = _check_and_time(scenario, backend, reduced, target, timing, False, True, beacon)
+        part = _check_and_time(
+            scenario, backend, reduced, target, timing, False, True, beacon, cache
+        )
         along = scenario.count_along
         factor = size[along] / reduced[along]
         warm_s = statistics.median(part.samples) if part.samples else part.first_call_s
@@ -353,7 +391,7 @@ def _measure(
             }
             return dataclasses.replace(part, sampling=sampling, factor=factor)
     return _check_and_time(
-        scenario, backend, size, target, timing, counts_only, first_call_known, beacon
+        scenario, backend, size, target, timing, counts_only, first_call_known, beacon, cache
     )
 
 

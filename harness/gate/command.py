@@ -195,8 +195,7 @@ def calibrate(
     sides = {"baseline": Side(repository), "candidate": Side(repository, slowdown)}
     rules = [named(rule) for rule in gates.baselines]
     runs = tuple(
-        tuple(compare(rules, sides, gates.settings, timeout_s, rep))
-        for rep in range(repetitions)
+        tuple(compare(rules, sides, gates.settings, timeout_s, rep)) for rep in range(repetitions)
     )
     failing = sum(any(v.outcome == Outcome.FAIL for v in verdicts) for verdicts in runs)
     return Calibration(repetitions, slowdown, failing, runs)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..api import Record
+from ..api import WARM, Record
 from ..counts import GATED, KEYS
 from ..statistics import median_interval, ratio_interval
 from .explain import Difference
@@ -128,11 +128,18 @@ class Calibration:
 
 
 def find_record(
-    records: Iterable[Record], scenario: str, backend: str, size: str, dtype: str | None
+    records: Iterable[Record],
+    scenario: str,
+    backend: str,
+    size: str,
+    dtype: str | None,
+    cache: str = WARM,
 ) -> Record | None:
+    """The record of a rule's cell; rules compare like with like: warm records (what the
+    gate measures) unless a rule names the cache mode."""
     for record in records:
         if (record.scenario, record.backend, record.size) == (scenario, backend, size) and (
-            dtype is None or record.dtype == dtype
+            (dtype is None or record.dtype == dtype) and record.cache == cache
         ):
             return record
     return None

@@ -122,6 +122,7 @@ class CountRule:
     kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
     launch_by_executable: Mapping[str, float] = dataclasses.field(default_factory=dict)
     conversions_by_function: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    waits_by_function: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def label(self) -> str:

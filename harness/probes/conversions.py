@@ -25,7 +25,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import functools
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -60,17 +59,25 @@ KINDS = {
     "__repr__": "repr",
     "device_get": "jax.device_get",
     **{name: f"np.{name}" for name in NUMPY_FUNCTIONS},
+    "wait": "wait",
 }
 LIBRARIES = ("jax", "jaxlib", "numpy")  # frames of these are not "the caller"
+# the harness's own wait for a backend's result (factories: "run returns a ready result")
+HARNESS_WAITS = ("scanbench.timing", "scanbench.factories")
+WAIT = "wait"
 
 
 @dataclasses.dataclass(frozen=True)
 class Conversions:
-    """Conversions of device arrays to host values during the counted calls."""
+    """Conversions of device arrays to host values during the counted calls, and the
+    explicit waits (``jax.block_until_ready``, ``x.block_until_ready()``) the code made:
+    each stops the host from queueing the next call while the device runs the last."""
 
     total: int
     by_kind: dict[str, int]
     by_function: dict[str, int]  # "module.function" of the caller
+    waits: int = 0
+    waits_by_function: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -97,7 +104,6 @@ def _caller() -> str:
 
 
 def _counting(original: Callable, kind: str, is_device_array: Callable[[Any], bool], events):
-    @functools.wraps(original)
     def wrapper(*args, **kwargs):
         depth = getattr(_state, "depth", 0)
         if depth == 0 and args and is_device_array(args[0]):
@@ -108,6 +114,8 @@ def _counting(original: Callable, kind: str, is_device_array: Callable[[Any], bo
         finally:
             _state.depth = depth
 
+    wrapper.__name__ = getattr(original, "__name__", kind)
+    wrapper.__doc__ = getattr(original, "__doc__", None)
     return wrapper
 
 
@@ -147,6 +155,12 @@ def counting() -> Iterator[list[tuple[str, str]]]:
                 continue
             patched.append((array_type, name, original))
             setattr(array_type, name, _counting(original, name, is_device_array, events))
+        for owner in (jax, array_type):
+            original = getattr(owner, "block_until_ready", None)
+            if original is None:
+                continue
+            patched.append((owner, "block_until_ready", original))
+            owner.block_until_ready = _counting(original, WAIT, lambda _: True, events)
         original = jax.device_get
         patched.append((jax, "device_get", original))
         jax.device_get = _counting(
@@ -162,10 +176,24 @@ def counting() -> Iterator[list[tuple[str, str]]]:
 
 
 def summarize(events: list[tuple[str, str]]) -> Conversions:
-    """The (kind, caller) pairs `counting` collected, counted."""
-    kinds = collections.Counter(kind for kind, _ in events)
-    callers = collections.Counter(caller for _, caller in events)
-    return Conversions(len(events), dict(sorted(kinds.items())), dict(sorted(callers.items())))
+    """The (kind, caller) pairs `counting` collected, counted; the harness's own waits
+    for a backend's result are left out."""
+    waits = [
+        caller
+        for kind, caller in events
+        if kind == WAIT and not caller.rpartition(".")[0].startswith(HARNESS_WAITS)
+    ]
+    made = [(kind, caller) for kind, caller in events if kind != WAIT]
+    kinds = collections.Counter(kind for kind, _ in made)
+    callers = collections.Counter(caller for _, caller in made)
+    by_wait = collections.Counter(waits)
+    return Conversions(
+        len(made),
+        dict(sorted(kinds.items())),
+        dict(sorted(callers.items())),
+        len(waits),
+        dict(sorted(by_wait.items())),
+    )
 
 
 def count_conversions(call: Callable[[], Any]) -> Conversions:

@@ -16,6 +16,8 @@
   - device to host (``np.asarray``/``float()``): of a ready value (latency and bandwidth; on
     CPU a zero-copy view) and of a pending one (the extra time over waiting for it).
 
+- **wait**: what a wait after each small asynchronous call adds per call (the host can
+  no longer queue ahead while the device works, and sleeps until woken);
 - **profiler**: what recording one trace event adds to the traced program (a scan of
   per-iteration kernels traced against untraced), for taking it out of device-busy time.
 
@@ -183,6 +185,36 @@ def pending_conversion_cost(repeats: int = 21) -> dict[str, float]:
     return {"d2h_pending_s": max(converted - waited, 0.0)}
 
 
+def wait_cost(calls: int = 100, repeats: int = 7) -> dict[str, float]:
+    """What a wait after each call adds to a chain of small asynchronous calls: (time with
+    ``block_until_ready`` after every call - time queued, then one wait) / calls.
+
+    Waiting stops the host from queueing the next call while the device runs the last
+    (their times add up instead of overlapping) and puts the host thread to sleep until
+    the device wakes it: what a loop with ``float(loss)`` or ``block_until_ready`` per
+    step pays per step. The calls are over 1000 flops (XLA:CPU runs cheaper ones inline,
+    where there is nothing to wait for) and small (tens of microseconds), where a wait
+    costs most relative to the work."""
+    import jax
+    import jax.numpy as jnp
+
+    work = jax.jit(lambda x: jnp.cumsum(jnp.sin(x)))
+    x = jnp.ones(2**12, jnp.float32)
+    jax.block_until_ready(work(x))
+
+    def queued():
+        outputs = [work(x) for _ in range(calls)]
+        jax.block_until_ready(outputs)
+
+    def waited():
+        for _ in range(calls):
+            jax.block_until_ready(work(x))
+
+    queued_s = _median_time(queued, repeats)
+    waited_s = _median_time(waited, repeats)
+    return {"wait_s": max(waited_s - queued_s, 0.0) / calls}
+
+
 def profiler_event_cost(sessions: int = 5, around: int = 3) -> dict[str, float]:
     """What recording one trace event costs the traced program: a scan of 2000 steps of
     per-iteration kernels (~10,000 events) traced against untraced, per recorded event
@@ -230,5 +262,6 @@ def measure_all() -> dict[str, Any]:
         **transfer_costs(),
         **argument_costs(),
         **pending_conversion_cost(),
+        **wait_cost(),
         **profiler_event_cost(),
     }

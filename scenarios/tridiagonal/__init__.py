@@ -101,6 +101,7 @@ _BACKENDS = [
         numba_solvers.parallel,
         description="@njit(parallel=True), prange over blocks of systems",
         warm_inputs=numba_solvers.tiny_batch_major,
+        parallel=True,
     ),
     host_backend(
         "numba-time-major",
