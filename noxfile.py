@@ -69,7 +69,9 @@ BENCH_DEFAULTS = {"--size": "smoke,default"}
 def bench(session: nox.Session) -> None:
     """Every scenario on every backend at `smoke` and `default` sizes.
 
-    Writes results/bench-<time>.json and its reports results/bench-<time>.md and .html.
+    Writes results/bench-<time>.json and its reports results/bench-<time>.md and .html,
+    and adds the run to the history in results/history/ (`scanbench history report
+    --html results/history.html` draws it).
     Extra arguments go to `scanbench run` and override only the defaults they name, e.g.
     `nox -s bench -- --size smoke` (still every scenario); an interrupted bench continues
     with `nox -s bench -- --resume results/bench-<time>.json`.
@@ -87,6 +89,9 @@ def bench(session: nox.Session) -> None:
             if option not in args and not any(a.startswith(option + "=") for a in args):
                 args += [option, value]
         session.run("scanbench", "run", *args, "--out", out, "--md", md, "--html", html)
+    # the history across commits (results/history/; `scanbench history report` draws it):
+    # a run of a tree with uncommitted changes is not added (exit 1, said in one line)
+    session.run("scanbench", "history", "add", out, success_codes=[0, 1])
     session.log(f"results: {out}\nmarkdown report: {md}\nHTML report: {html}")
     _summary(session, md)
 

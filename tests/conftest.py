@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import jax
 import pytest
@@ -48,3 +49,19 @@ def outer_pytest_free() -> dict[str, str]:
     variables (with them, pytest-benchmark believes it runs under xdist and disables
     itself)."""
     return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+
+@pytest.fixture(autouse=True)
+def _import_root_restored():
+    """``scanbench.cli.main`` called in this process puts its directory first on the
+    import path (``PYTHONPATH``, ``SCANBENCH_IMPORT_ROOT``, ``sys.path``) for every process
+    it starts: undone after each test, so a later subprocess test imports what it means to."""
+    keys = ("PYTHONPATH", "SCANBENCH_IMPORT_ROOT")
+    saved, path = {key: os.environ.get(key) for key in keys}, list(sys.path)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    sys.path[:] = path

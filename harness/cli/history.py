@@ -1,0 +1,107 @@
+"""``scanbench history add | report``: keep runs across commits, and draw their trends.
+
+``add`` appends results files to a history directory (one file per run, named by the
+run's content: adding a run twice stores it once; nothing stored is ever rewritten); a
+file that cannot be added is named with the reason on one line and the others are still
+added (exit 1 then). ``report`` writes the static dashboard (HTML) and its markdown
+summary: counts per call as exact steps, times with change points, per cell and series.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..history.store import DEFAULT_DIRECTORY
+from .options import number
+
+HELP = "history across commits: add runs to it, write its dashboard"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = commands.add_parser("history", help=HELP, description=HELP)
+    actions = parser.add_subparsers(dest="history_command", required=True, metavar="ACTION")
+    add = actions.add_parser(
+        "add",
+        help="append results files to the history",
+        description="Append runs to the history, keyed by commit, branch, machine and "
+        "environment. A run measured on a tree with uncommitted changes is skipped.",
+    )
+    add.add_argument("results", nargs="+", metavar="RESULTS", help="results files (JSON)")
+    add.add_argument("--history", default=DEFAULT_DIRECTORY, metavar="DIR", help=_where())
+    add.add_argument(
+        "--machine",
+        metavar="NAME",
+        help="the machine's name in the history (default: its hostname; CI runners get a "
+        "new hostname per job, so name them, e.g. --machine gha-ubuntu-x64)",
+    )
+    add.add_argument(
+        "--branch", help="the branch the run belongs to (default: the one it recorded)"
+    )
+    report = actions.add_parser(
+        "report",
+        help="write the dashboard (HTML) and its markdown summary",
+        description="Per cell and series (machine, environment, branch): the median time "
+        "and its interval by commit with change points, and the counts per call as exact "
+        "steps; the detected changes newest first.",
+    )
+    report.add_argument("--history", default=DEFAULT_DIRECTORY, metavar="DIR", help=_where())
+    report.add_argument("--html", required=True, metavar="PATH", help="the dashboard")
+    report.add_argument("--md", metavar="PATH", help="also write the markdown summary here")
+    report.add_argument(
+        "--branch", action="append", default=[], help="only this branch (repeatable)"
+    )
+    report.add_argument(
+        "--min-change",
+        type=number(float, "--min-change", 1.0),
+        default=1.05,
+        metavar="F",
+        help="a time change point must move the level by at least this factor (> 1; default 1.05)",
+    )
+    report.add_argument("--title", default="scanbench history", help="the page's title")
+    return parser
+
+
+def _where() -> str:
+    return f"the history directory (default {DEFAULT_DIRECTORY})"
+
+
+def run(args: argparse.Namespace) -> int:
+    return _add(args) if args.history_command == "add" else _report(args)
+
+
+def _add(args: argparse.Namespace) -> int:
+    from ..history.store import Outcome, add
+
+    done = add(args.results, args.history, args.machine, args.branch)
+    for item in done:
+        if item.entry is not None:
+            entry = item.entry
+            what = f"commit {entry.commit.short}, {entry.branch or 'no branch'}, "
+            cells = len(entry.cells)
+            what += f"{entry.machine.name}, {cells} cell{'' if cells == 1 else 's'}"
+            print(f"{item.outcome}: {item.path} -> {item.detail} ({what})")
+        else:
+            print(f"skipped {item.path}: {item.detail}", file=sys.stderr)
+    return 1 if any(item.outcome == Outcome.SKIPPED for item in done) else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    # matplotlib, NumPy and ruptures: not for --help or `history add`
+    from ..history import changes, dashboard, series, store, summary
+    from ..store import write_text_atomic
+
+    history = store.load(args.history)
+    for path, reason in history.skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    timeline = series.timeline(history, args.branch)
+    detected = changes.detect(timeline, args.min_change)
+    root = Path.cwd()  # the bisect commands the report suggests run from here
+    text = summary.markdown(timeline, detected, root)
+    write_text_atomic(args.html, dashboard.page(timeline, detected, args.title, root))
+    if args.md:
+        write_text_atomic(args.md, text)
+    print(text)
+    print(f"dashboard: {args.html}" + (f"; summary: {args.md}" if args.md else ""), file=sys.stderr)
+    return 0

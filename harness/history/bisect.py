@@ -1,0 +1,402 @@
+"""Find the first commit of a range where a cell changed (``scanbench bisect``).
+
+The range is BAD's first-parent line back to GOOD (GOOD must be on it), as the history's
+main line is; each revision is measured in a temporary git worktree by the gate's served
+worker (`scanbench.gate.interleave.ServedCell`: the revision's own code, timed and counted
+by this installation).
+
+- **Counts** (default): a revision is *bad* when any per-call count the gate explains
+  (`scanbench.gate.explain.COUNTED`: transfers, host conversions, compilations, traces,
+  dispatches, GPU launch equivalents, kernels) differs from GOOD's. Counts are exact, so
+  this is a plain binary search.
+- **Time** (``factor``): each revision against GOOD, interleaved in randomized blocks
+  (`measure_blocks`) and decided by the gate's `paired_decision` with ``delta = factor -
+  1``: *bad* when the lower bound of the ratio exceeds the factor (and the slowdown the
+  floor), *good* when the upper bound is below it (or the difference is below the
+  floor), else *undecided*: measured again in fresh workers, the blocks pooled, at most
+  ``retries`` times, and never guessed.
+
+A revision that cannot be measured (the scenario file is missing, the code fails) is
+*skipped*; one still undecided is set aside too: as ``git bisect skip`` does, the search
+goes on around it, and when the first change may be one of them it names them all
+instead of picking one. The found commit is explained as the gate
+explains a regression: what differs between its parent's facts and its own
+(`scanbench.gate.explain.differences`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..api import HarnessError, InputError
+from ..gate.decide import PairedDecision, paired_decision
+from ..gate.explain import COUNTED, Difference, Facts, differences
+from ..gate.interleave import SIDES, ServedCell, Side, measure_blocks, worktree
+from ..gate.rules import BaselineRule, Settings
+from ..statistics import median_interval
+
+
+class Mark(enum.StrEnum):
+    GOOD = "good"
+    BAD = "bad"
+    SKIP = "skipped"  # could not be measured
+    UNDECIDED = "undecided"  # time: the interval still straddles the factor
+
+
+@dataclasses.dataclass(frozen=True)
+class Revision:
+    sha: str
+    subject: str = ""
+    date: str = ""
+    parents: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        return self.sha[:7]
+
+
+@dataclasses.dataclass(frozen=True)
+class CountEvidence:
+    """The revision's counts per call, and those that differ from GOOD's (key, at GOOD,
+    here)."""
+
+    counts: Mapping[str, float | None]
+    differs: tuple[tuple[str, float | None, float | None], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeEvidence:
+    """The paired decisions against GOOD after each measurement (blocks pooled), the
+    upper bound of the ratio after each, and the factor they were held to."""
+
+    factor: float
+    floor_s: float
+    confidence: float
+    decisions: tuple[PairedDecision, ...]
+    uppers: tuple[float, ...]
+    blocks: int  # pooled blocks behind the last decision
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One measured revision: ``role`` is ``good``/``bad`` for the ends, else ``step``."""
+
+    role: str
+    revision: Revision
+    mark: Mark
+    evidence: CountEvidence | TimeEvidence | None = None
+    error: str = ""
+    left: int = 0  # commits in question when this step was taken
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """The search's answer: ``first`` is the first changed commit when found; otherwise
+    ``candidates`` are the commits it may be (skipped or undecided in between)."""
+
+    cell: str
+    mode: str  # "counts" or "time"
+    good: Revision
+    bad: Revision
+    revisions: tuple[Revision, ...]  # after GOOD, oldest first; the last is BAD
+    steps: tuple[Step, ...]
+    status: str  # "found", "no change", "undecided", "skipped"
+    first: Revision | None = None
+    last_good: Revision | None = None
+    candidates: tuple[Revision, ...] = ()
+    differences: tuple[Difference, ...] | None = None
+    explain_error: str = ""
+
+
+def search(
+    count: int, classify: Callable[[int, int, int], Mark]
+) -> tuple[int, int, tuple[tuple[int, Mark], ...]]:
+    """Binary search over indices 0..count-1 (index count-1 known bad, -1 known good),
+    calling ``classify(index, last good, first bad)``. An index it cannot classify
+    (skipped, or undecided after its re-measurements) is set aside and the search goes
+    on around it, as ``git bisect skip`` does. Returns (last good, first bad, the indices
+    set aside between them with their marks): the first bad is exact when none are."""
+    good, bad = -1, count - 1
+    aside: dict[int, Mark] = {}
+    while bad - good > 1:
+        open_ = [i for i in range(good + 1, bad) if i not in aside]
+        if not open_:
+            break
+        middle = (good + bad) / 2
+        probe = min(open_, key=lambda i: (abs(i - middle), i))
+        mark = classify(probe, good, bad)
+        if mark == Mark.GOOD:
+            good = probe
+        elif mark == Mark.BAD:
+            bad = probe
+        else:
+            aside[probe] = mark
+    return good, bad, tuple(sorted((i, m) for i, m in aside.items() if good < i < bad))
+
+
+# ------------------------------------------------------------------ git
+
+
+def _git(repository: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repository, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HarnessError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def resolve(repository: Path, revision: str, what: str) -> Revision:
+    """The commit ``revision`` names, with its subject, date and parents."""
+    done = subprocess.run(
+        ["git", "log", "-1", "--format=%H%x00%s%x00%aI%x00%P", f"{revision}^{{commit}}", "--"],
+        cwd=repository,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0 or not done.stdout.strip():
+        raise InputError(f"{what} {revision!r}: not a commit of {repository}")
+    sha, subject, date, parents = done.stdout.rstrip("\n").split("\x00")
+    return Revision(sha, subject, date, tuple(parents.split()))
+
+
+def first_parent_range(repository: Path, good: Revision, bad: Revision) -> tuple[Revision, ...]:
+    """The commits after GOOD on BAD's first-parent line, oldest first (BAD last).
+
+    Raises:
+        InputError: GOOD is not an ancestor of BAD on its first-parent line.
+    """
+    if good.sha == bad.sha:
+        raise InputError(f"GOOD and BAD are the same commit ({good.short})")
+    ancestor = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", good.sha, bad.sha], cwd=repository
+    )
+    if ancestor.returncode != 0:
+        raise InputError(f"GOOD {good.short} is not an ancestor of BAD {bad.short}")
+    listed = _git(
+        repository,
+        "log",
+        "--first-parent",
+        "--reverse",
+        "--format=%H%x00%s%x00%aI%x00%P",
+        f"{good.sha}..{bad.sha}",
+    )
+    revisions = []
+    for line in listed.splitlines():
+        sha, subject, date, parents = line.split("\x00")
+        revisions.append(Revision(sha, subject, date, tuple(parents.split())))
+    if not revisions or revisions[0].parents[:1] != (good.sha,):
+        raise InputError(
+            f"GOOD {good.short} is not on the first-parent line of BAD {bad.short} (it is on "
+            "a merged branch); give a commit of the main line, e.g. the merge base"
+        )
+    return tuple(revisions)
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def one_line(error: Exception) -> str:
+    """An error as one line: a worker's traceback shortened to its first and last lines."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    return " ... ".join([lines[0], lines[-1]] if len(lines) > 1 else lines)
+
+
+def counts_facts(rule: BaselineRule, tree: Path, home: Path, timeout_s: float) -> Facts:
+    """The facts (`scanbench.gate.explain`) of the cell in ``tree``: one served worker,
+    one counted call, no timing.
+
+    Raises:
+        HarnessError: the worker could not load, check or count the cell.
+    """
+    others = [] if tree.resolve() == home.resolve() else [home.resolve()]
+    with ServedCell(rule, Side(tree, home=home), timeout_s, None, others) as served:
+        facts, why = served.explain()
+    if facts is None:
+        raise HarnessError(f"no counts: {why}")
+    return facts
+
+
+def count_differences(
+    good: Facts, here: Facts
+) -> tuple[tuple[str, float | None, float | None], ...]:
+    """The gate's per-call counts that differ between two revisions (exact)."""
+    return tuple(
+        (key, good.counts.get(key), here.counts.get(key))
+        for key in COUNTED
+        if good.counts.get(key) != here.counts.get(key)
+    )
+
+
+def upper_bound(
+    blocks: Mapping[str, Sequence[Sequence[float]]], confidence: float, seed: int
+) -> float:
+    """One-sided upper ``confidence`` bound of the median of per-block ratios (candidate
+    block median / baseline block median), the mirror of `paired_decision`'s lower one."""
+    base = np.asarray([np.median(block) for block in blocks["baseline"]])
+    cand = np.asarray([np.median(block) for block in blocks["candidate"]])
+    ratios = cand / base
+    if len(ratios) < 2:
+        return float(np.median(ratios))
+    return median_interval(ratios, confidence, seed, "less")[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeSettings:
+    """How a time step is decided: the factor, the gate's settings, the retries."""
+
+    factor: float
+    settings: Settings
+    retries: int = 2
+    timeout_s: float = 900.0
+
+
+def time_step(
+    rule: BaselineRule, sides: Mapping[str, Side], how: TimeSettings, seed: int
+) -> tuple[Mark, TimeEvidence, Mapping[str, Facts | None]]:
+    """Candidate vs baseline (GOOD), interleaved; measured again (blocks pooled) while
+    the interval straddles the factor, at most ``how.retries`` more times."""
+    settings = rule.settings(how.settings)
+    pooled: dict[str, list] = {side: [] for side in SIDES}
+    decisions, uppers, facts = [], [], {}
+    for attempt in range(1 + how.retries):
+        measured = measure_blocks(
+            rule, sides, how.settings, seed + attempt, how.timeout_s, explain=not facts
+        )
+        facts = facts or dict(measured.facts)
+        for side in SIDES:
+            pooled[side] += measured.blocks[side]
+        decision = paired_decision(
+            pooled["baseline"],
+            pooled["candidate"],
+            how.factor - 1,
+            rule.floor_s,
+            settings.confidence,
+            seed,
+        )
+        decisions.append(decision)
+        uppers.append(upper_bound(pooled, settings.confidence, seed))
+        evidence = TimeEvidence(
+            how.factor,
+            rule.floor_s,
+            settings.confidence,
+            tuple(decisions),
+            tuple(uppers),
+            len(pooled["baseline"]),
+        )
+        if decision.suspect:
+            return Mark.BAD, evidence, facts
+        if uppers[-1] <= how.factor or decision.difference_s <= rule.floor_s:
+            return Mark.GOOD, evidence, facts
+    return Mark.UNDECIDED, evidence, facts
+
+
+# ------------------------------------------------------------------ the search
+
+
+class Bisect:
+    """One bisect: the range, the measuring of one revision, the cache of facts."""
+
+    def __init__(
+        self,
+        rule: BaselineRule,
+        repository: Path,
+        good: Revision,
+        bad: Revision,
+        time: TimeSettings | None,
+        timeout_s: float,
+        report: Callable[[Step], None],
+    ):
+        self.rule, self.repository, self.time = rule, repository, time
+        self.good, self.bad, self.timeout_s, self.report = good, bad, timeout_s, report
+        self.revisions = first_parent_range(repository, good, bad)
+        self.facts: dict[str, Facts] = {}
+        self.steps: list[Step] = []
+        self.good_tree: Path | None = None
+
+    def _record(self, step: Step) -> Mark:
+        self.steps.append(step)
+        self.report(step)
+        return step.mark
+
+    def measure(self, revision: Revision, role: str, left: int = 0) -> Mark:
+        """Measure one revision against GOOD and record the step."""
+        try:
+            with worktree(revision.sha, self.repository) as tree:
+                if self.time is None:
+                    return self._record(self._counts(revision, tree, role, left))
+                return self._record(self._times(revision, tree, role, left))
+        except HarnessError as error:
+            if role != "step":  # an end that cannot be measured: nothing to search
+                raise HarnessError(f"{role.upper()} {revision.short}: {error}") from None
+            return self._record(Step(role, revision, Mark.SKIP, error=one_line(error), left=left))
+
+    def _counts(self, revision: Revision, tree: Path, role: str, left: int) -> Step:
+        facts = counts_facts(self.rule, tree, self.repository, self.timeout_s)
+        self.facts[revision.sha] = facts
+        if role == "good":
+            return Step(role, revision, Mark.GOOD, CountEvidence(dict(facts.counts), ()))
+        differs = count_differences(self.facts[self.good.sha], facts)
+        mark = Mark.BAD if differs else Mark.GOOD
+        return Step(role, revision, mark, CountEvidence(dict(facts.counts), differs), left=left)
+
+    def _times(self, revision: Revision, tree: Path, role: str, left: int) -> Step:
+        sides = {
+            "baseline": Side(self.good_tree, home=self.repository),
+            "candidate": Side(tree, home=self.repository),
+        }
+        seed = self.time.settings.seed + 1000 * len(self.steps)
+        mark, evidence, facts = time_step(self.rule, sides, self.time, seed)
+        if facts.get("baseline") is not None:
+            self.facts.setdefault(self.good.sha, facts["baseline"])
+        if facts.get("candidate") is not None:
+            self.facts[revision.sha] = facts["candidate"]
+        return Step(role, revision, mark, evidence, left=left)
+
+    def run(self) -> Result:
+        with contextlib.ExitStack() as stack:
+            if self.time is None:
+                self.measure(self.good, "good")
+            else:
+                self.good_tree = stack.enter_context(worktree(self.good.sha, self.repository))
+            ends = self.measure(self.bad, "bad", len(self.revisions))
+            if ends != Mark.BAD:
+                status = "no change" if ends == Mark.GOOD else "undecided"
+                return self._result(status)
+            lo, hi, aside = search(len(self.revisions), self._classify)
+            return self._finish(lo, hi, aside)
+
+    def _classify(self, index: int, good: int, bad: int) -> Mark:
+        return self.measure(self.revisions[index], "step", bad - good - 1)
+
+    def _finish(self, lo: int, hi: int, aside: tuple[tuple[int, Mark], ...]) -> Result:
+        last_good = self.good if lo < 0 else self.revisions[lo]
+        if aside:  # the first bad is one of those set aside, or the first bad found
+            status = "undecided" if Mark.UNDECIDED in dict(aside).values() else "skipped"
+            candidates = tuple(self.revisions[i] for i in (*dict(aside), hi))
+            return self._result(status, last_good=last_good, candidates=candidates)
+        first = self.revisions[hi]
+        before, after = self.facts.get(last_good.sha), self.facts.get(first.sha)
+        if before is None or after is None:
+            return self._result("found", first, last_good, explain_error="no facts of a side")
+        return self._result("found", first, last_good, differences=differences(before, after))
+
+    def _result(self, status: str, first=None, last_good=None, **more) -> Result:
+        mode = "counts" if self.time is None else "time"
+        return Result(
+            self.rule.label,
+            mode,
+            self.good,
+            self.bad,
+            self.revisions,
+            tuple(self.steps),
+            status,
+            first,
+            last_good,
+            **more,
+        )

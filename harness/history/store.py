@@ -1,0 +1,315 @@
+"""The history store: one plain JSON file per added run, never rewritten.
+
+A history directory (default ``results/history/``) holds one entry
+(`scanbench.history.entry`) per run added with ``scanbench history add``. An entry's file
+name is ``<commit sha, 12>-<run id, 16>.json``, the run id being the SHA-256 of the run's
+canonical JSON: adding the same run again finds its file and writes nothing. A new file is
+written beside its final name and linked into place (``link(2)`` fails when the name
+exists), so nothing stored is ever replaced, and a crash leaves at most a hidden temporary
+file. Plain files only: the directory can live on a branch or travel between CI jobs as an
+artefact, and two jobs adding to copies of it merge by copying files.
+
+A run measured on a tree with uncommitted changes is not history (its commit is not what
+ran); a results file that cannot be read, or a file in the directory that is not an entry,
+is named with the reason and skipped, never fatal to the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import os
+import re
+import tempfile
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..api import Record, StoreError
+from ..store import Run, load_run
+from .entry import SHA, CellPoint, Commit, Entry, Machine, Setup
+
+DEFAULT_DIRECTORY = "results/history"
+NUMBERED = re.compile(r"\.\d+$")  # XLA's instruction numbers: ``fusion.97`` is a ``fusion``
+
+# ---------------------------------------------------------------- from a run
+
+
+def run_id(run: Run) -> str:
+    """SHA-256 of the run's canonical JSON (key order and spacing do not matter)."""
+    text = json.dumps(run.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def public_remote(url: str | None) -> str | None:
+    """The remote URL without credentials (``https://user:token@host/...`` -> ``https://
+    host/...``); an scp-like ``git@host:owner/repo`` is kept (``git`` is no secret)."""
+    if not url:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme and "@" in parts.netloc:
+        parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+    return urllib.parse.urlunsplit(parts) if parts.scheme else url
+
+
+def commit_of(environment: Mapping[str, Any]) -> tuple[Commit, str | None]:
+    """The project commit and branch a run recorded (``git``, else the older
+    ``git_commit`` sha alone).
+
+    Raises:
+        StoreError: no commit recorded, or the tree had uncommitted changes (the commit
+            is not what was measured).
+    """
+    git = environment.get("git")
+    if isinstance(git, dict) and isinstance(git.get("commit"), str):
+        sha, dirty = git["commit"], bool(git.get("dirty"))
+        branch = git.get("branch") if git.get("branch") != "HEAD" else None  # detached
+        parents = tuple(git.get("parents") or ())
+        commit = Commit(
+            sha,
+            git.get("date"),
+            git.get("subject") or "",
+            parents,
+            public_remote(git.get("remote")),
+        )
+    elif isinstance(environment.get("git_commit"), str):
+        raw = environment["git_commit"]
+        sha, dirty, branch = raw.removesuffix("-dirty"), raw.endswith("-dirty"), None
+        commit = Commit(sha)
+    else:
+        raise StoreError(
+            "no git commit recorded (environment.git): run scanbench inside the project's "
+            "git work tree"
+        )
+    if not SHA.match(sha):
+        raise StoreError(f"environment.git.commit is not a sha: {sha!r:.60}")
+    if dirty:
+        raise StoreError(
+            f"measured with uncommitted changes on {sha[:12]} (environment.git.dirty): the "
+            "commit is not what ran; commit the changes and run again"
+        )
+    return commit, branch
+
+
+def _kinds(parts: Mapping[str, float]) -> dict[str, float]:
+    """A breakdown summed over XLA's instruction numbers (they change between builds)."""
+    out: dict[str, float] = {}
+    for name, value in parts.items():
+        kind = NUMBERED.sub("", name)
+        out[kind] = out.get(kind, 0.0) + value
+    return out
+
+
+def cell_point(record: Record, source: str = "") -> CellPoint:
+    """What the history keeps of one record (``source``: its scenario's)."""
+    stats = record.stats if record.status == "ok" else {}
+    per_call = record.counts.per_call() if record.status == "ok" else {}
+    return CellPoint(
+        scenario=record.scenario,
+        backend=record.backend,
+        size=record.size,
+        dtype=record.dtype,
+        status=str(record.status),
+        params=tuple(sorted(record.params.items())),
+        devices=record.devices,
+        seed=record.seed,
+        error=record.error,
+        median=stats.get("median"),
+        ci_low=stats.get("ci_low"),
+        ci_high=stats.get("ci_high"),
+        confidence=stats.get("confidence"),
+        samples=len(record.samples_s),
+        disturbed=record.disturbed,
+        counts={key: float(value) for key, value in per_call.items() if value is not None},
+        breakdowns={
+            name: _kinds(parts)
+            for name, parts in (record.counts.breakdowns() if per_call else {}).items()
+        },
+        source=source,
+        cache=getattr(record, "cache", "warm"),  # warm and cold caches are timed apart
+    )
+
+
+def entry_of(run: Run, source: str, machine: str | None = None, branch: str | None = None) -> Entry:
+    """The history entry of a run; ``machine`` and ``branch`` replace what it recorded.
+
+    Raises:
+        StoreError: the run has no commit, or was measured on a dirty tree.
+    """
+    env = run.environment
+    commit, recorded_branch = commit_of(env)
+    versions = env.get("versions") or {}
+    return Entry(
+        run_id=run_id(run),
+        commit=commit,
+        branch=branch or recorded_branch,
+        machine=Machine(
+            name=machine or env.get("hostname") or "unknown",
+            hostname=env.get("hostname"),
+            cpu_model=env.get("cpu_model"),
+            cpu_count=env.get("cpu_count"),
+            platform=env.get("platform"),
+            device_kind=env.get("device_kind"),
+            device_count=env.get("device_count"),
+        ),
+        setup=Setup(
+            versions.get("jax"),
+            versions.get("jaxlib"),
+            env.get("xla_flags") or "",
+            env.get("x64_default"),
+        ),
+        measured_at=env.get("timestamp"),
+        source=source,
+        cells=tuple(cell_point(record, _source(run, record.scenario)) for record in run.records),
+    )
+
+
+def _source(run: Run, scenario: str) -> str:
+    try:
+        facts = run.scenarios.get(scenario)
+    except TypeError:  # stored facts of another shape: the source is only a convenience
+        return ""
+    return facts.source if facts is not None else ""
+
+
+# ---------------------------------------------------------------- the directory
+
+
+class Outcome(enum.StrEnum):
+    ADDED = "added"
+    PRESENT = "already in the history"
+    SKIPPED = "skipped"
+
+
+@dataclasses.dataclass(frozen=True)
+class Added:
+    """What `add` did with one results file: ``detail`` is the entry's file, or why the
+    file was skipped."""
+
+    path: str
+    outcome: Outcome
+    detail: str
+    entry: Entry | None = None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_new(path: Path, data: Any) -> bool:
+    """Write JSON to ``path`` only if nothing is there: a complete temporary file beside
+    it, linked to the name (`link(2)` refuses an existing name of any kind: file, link,
+    FIFO, device; where the file system has no hard links, renamed after a check). False
+    when the name was taken."""
+    text = json.dumps(data, allow_nan=False) + "\n"  # compact: entries are read, not edited
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: check, then rename
+            if os.path.lexists(path):
+                return False
+            os.rename(tmp, path)
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def add(
+    paths: Sequence[str | os.PathLike[str]],
+    directory: str | os.PathLike[str],
+    machine: str | None = None,
+    branch: str | None = None,
+) -> list[Added]:
+    """Add each results file to the history (see the module doc); a file that cannot be
+    read or is not history (no commit, a dirty tree) is skipped with the reason."""
+    root = Path(directory)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"--history {root}: cannot create the directory ({error.strerror})"
+        ) from None
+    if not root.is_dir():
+        raise StoreError(f"--history {root}: not a directory")
+    done = []
+    for path in map(str, paths):
+        try:
+            entry = entry_of(load_run(path), Path(path).name, machine, branch)
+        except StoreError as error:
+            reason = str(error).removeprefix(f"{path}: ")
+            done.append(Added(path, Outcome.SKIPPED, reason))
+            continue
+        target = root / entry.filename
+        try:
+            written = write_new(target, entry.to_json())
+        except OSError as error:
+            done.append(Added(path, Outcome.SKIPPED, f"cannot write {target} ({error})"))
+            continue
+        except ValueError:  # json refuses NaN and infinity
+            done.append(Added(path, Outcome.SKIPPED, "a stored number is not finite"))
+            continue
+        done.append(Added(path, Outcome.ADDED if written else Outcome.PRESENT, str(target), entry))
+    return done
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+    """Every entry read from a history directory, and the files skipped (with why)."""
+
+    entries: tuple[Entry, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
+def load(directory: str | os.PathLike[str]) -> History:
+    """Read every entry of a history directory (hidden files, such as an interrupted
+    write's temporary file, are ignored; any other file that is not an entry is named in
+    ``skipped`` with the reason). Two entries of one run (copied under another name) count
+    once.
+
+    Raises:
+        StoreError: the directory does not exist.
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise StoreError(
+            f"--history {root}: no such directory; add runs with `scanbench history add "
+            f"RESULTS --history {root}`"
+        )
+    entries: dict[str, Entry] = {}
+    skipped = []
+    for path in sorted(root.iterdir()):
+        if path.name.startswith("."):
+            continue
+        if path.suffix != ".json" or not path.is_file():
+            skipped.append((str(path), "not a history entry (not a .json file)"))
+            continue
+        try:
+            entry = Entry.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, StoreError) as error:
+            skipped.append((str(path), _reason(error)))
+            continue
+        entries.setdefault(entry.run_id, entry)
+    return History(tuple(entries.values()), tuple(skipped))
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"not valid JSON (line {error.lineno}: {error.msg})"
+    if isinstance(error, OSError):
+        return f"cannot read ({error.strerror})"
+    if isinstance(error, UnicodeDecodeError):
+        return "not UTF-8 text"
+    return str(error)

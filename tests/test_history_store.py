@@ -1,0 +1,262 @@
+"""The history store: one file per run, keyed by commit, branch, machine and environment;
+the same run twice is stored once; nothing stored is rewritten; a corrupt or foreign file
+is named and skipped, never fatal."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scanbench.api import StoreError
+from scanbench.cli.main import main
+from scanbench.history import series, store
+from scanbench.history.entry import HISTORY_VERSION, Commit, Entry, Setup
+from scanbench.store import write_run
+from tests.test_history_changes import commit_facts, sha, synthetic_run
+
+
+@contextlib.contextmanager
+def own_import_root():
+    """`main` puts the directory it runs in first on the import path of this process and
+    of every process it starts (``PYTHONPATH`` in ``os.environ``): undone afterwards, so
+    that a later test's subprocess does not import this checkout's folders."""
+    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", "SCANBENCH_IMPORT_ROOT")}
+    path = list(sys.path)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        sys.path[:] = path
+
+
+@pytest.fixture(autouse=True)
+def _own_import_root():
+    with own_import_root():
+        yield
+
+
+def run_at(index: int, machine: str = "ci-box", **git):
+    return synthetic_run(index, machine, np.random.default_rng(index), **git)
+
+
+def test_an_entry_is_keyed_by_commit_branch_machine_and_environment(tmp_path):
+    path = write_run(tmp_path / "run.json", run_at(3))
+    (added,) = store.add([path], tmp_path / "history")
+    assert added.outcome == store.Outcome.ADDED
+    entry = added.entry
+    assert entry.commit == Commit(
+        sha(3), commit_facts(3)["date"], "change 3", (sha(2),), "git@github.com:example/project.git"
+    )
+    assert entry.branch == "main"
+    assert entry.machine.key == ("ci-box", "AMD EPYC 7763", 2, "cpu", "cpu", 1)
+    assert entry.setup == Setup("0.10.2", "0.10.2", "", False)
+    assert {cell.label for cell in entry.cells} >= {"mppi/vmapped/smoke/float32"}
+    (cell,) = [c for c in entry.cells if c.label == "mppi/vmapped/smoke/float32"]
+    assert cell.counts["dispatches"] == 1 and cell.ci_low < cell.median < cell.ci_high
+    assert cell.breakdowns["kernels_by_op"] == {"jit_f/fusion": 4.0}  # numbers merged
+    stored = json.loads((tmp_path / "history" / entry.filename).read_text())
+    assert stored["history_version"] == HISTORY_VERSION
+    assert Entry.from_json(stored) == entry
+    assert entry.filename == f"{sha(3)[:12]}-{entry.run_id[:16]}.json"
+
+
+def test_the_same_run_twice_is_stored_once_and_never_rewritten(tmp_path):
+    path = write_run(tmp_path / "run.json", run_at(1))
+    copy = tmp_path / "copy.json"  # the same run, formatted differently
+    copy.write_text(json.dumps(json.loads(path.read_text()), indent=4, sort_keys=True))
+    (first,) = store.add([path], tmp_path / "history")
+    target = tmp_path / "history" / first.entry.filename
+    before = (target.read_bytes(), target.stat().st_ino, target.stat().st_mtime_ns)
+    again = store.add([path, copy], tmp_path / "history", machine="renamed")
+    assert [a.outcome for a in again] == [store.Outcome.PRESENT] * 2
+    assert (target.read_bytes(), target.stat().st_ino, target.stat().st_mtime_ns) == before
+    assert len(list((tmp_path / "history").iterdir())) == 1
+
+
+def test_a_name_taken_by_anything_is_never_replaced(tmp_path):
+    target = tmp_path / "entry.json"
+    os.mkfifo(target)
+    assert store.write_new(target, {"x": 1}) is False  # no open(): a FIFO would block
+    assert target.is_fifo()
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    assert store.write_new(link, {"x": 1}) is False
+    assert not (tmp_path / "elsewhere.json").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_bad_files_are_named_and_skipped_and_the_others_added(tmp_path, capsys):
+    good = write_run(tmp_path / "good.json", run_at(2))
+    dirty = write_run(tmp_path / "dirty.json", run_at(4, dirty=True))
+    bare = run_at(5)
+    bare = dataclasses.replace(
+        bare,
+        environment={k: v for k, v in bare.environment.items() if k not in ("git", "git_commit")},
+    )
+    nogit = write_run(tmp_path / "nogit.json", bare)
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text('{"schema_version": 1, "environment": {')
+    foreign = tmp_path / "package.json"
+    foreign.write_text('{"name": "left-pad"}')
+    paths = [str(p) for p in (corrupt, dirty, good, nogit, foreign, tmp_path / "missing.json")]
+    code = main(["history", "add", *paths, "--history", str(tmp_path / "h")])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.startswith(f"added: {good} -> ")
+    lines = err.strip().splitlines()
+    assert len(lines) == 5
+    assert lines[0].startswith(f"skipped {corrupt}: not valid JSON (line 1")
+    assert "uncommitted changes" in lines[1] and "environment.git.dirty" in lines[1]
+    assert "no git commit recorded" in lines[2]
+    assert "not a scanbench results file" in lines[3]
+    assert "cannot read" in lines[4]
+    assert len(list((tmp_path / "h").iterdir())) == 1
+
+
+def test_the_machine_and_branch_can_be_named_and_a_detached_head_has_no_branch(tmp_path):
+    path = write_run(tmp_path / "run.json", run_at(1, branch="HEAD"))
+    (plain,) = store.add([path], tmp_path / "a")
+    assert plain.entry.branch is None and plain.entry.machine.name == "ci-box"
+    (named,) = store.add([path], tmp_path / "b", machine="gha-ubuntu-x64", branch="main")
+    assert named.entry.branch == "main"
+    assert named.entry.machine.name == "gha-ubuntu-x64"
+    assert named.entry.machine.hostname == "ci-box"
+
+
+def test_an_older_run_with_only_its_commit_sha_is_kept(tmp_path):
+    run = run_at(1)
+    env = {k: v for k, v in run.environment.items() if k != "git"}
+    path = write_run(tmp_path / "run.json", dataclasses.replace(run, environment=env))
+    (added,) = store.add([path], tmp_path / "h")
+    assert added.entry.commit == Commit(sha(1)) and added.entry.branch is None
+
+
+def test_reading_a_history_names_what_is_not_an_entry_and_ignores_hidden_files(tmp_path):
+    paths = [write_run(tmp_path / f"r{i}.json", run_at(i)) for i in range(3)]
+    history = tmp_path / "h"
+    store.add(paths, history)
+    (history / "README.md").write_text("our benchmark history\n")
+    (history / ".0123.json.abc.tmp").write_text("{")  # an interrupted write
+    (history / "broken.json").write_text('{"history_version": 1, "run_id": "x"}')
+    (history / "results.json").write_text(json.dumps({"schema_version": 1}))
+    (history / "bad-field.json").write_text(
+        json.dumps(
+            {
+                **json.loads(next(history.glob("????????????-*.json")).read_text()),
+                "cells": [{"scenario": 1}],
+            }
+        )
+    )
+    loaded = store.load(history)
+    assert len(loaded.entries) == 3
+    reasons = {os.path.basename(path): reason for path, reason in loaded.skipped}
+    assert set(reasons) == {"README.md", "broken.json", "results.json", "bad-field.json"}
+    assert reasons["README.md"] == "not a history entry (not a .json file)"
+    assert reasons["results.json"].startswith("a results file")
+    assert "malformed entry" in reasons["broken.json"]
+    assert reasons["bad-field.json"] == "field 'cells[0].scenario' must be str, got 1"
+
+
+def test_the_report_names_skipped_files_and_a_missing_history_is_one_line(tmp_path, capsys):
+    history = tmp_path / "h"
+    store.add([write_run(tmp_path / "r.json", run_at(0))], history)
+    (history / "notes.txt").write_text("x")
+    html = tmp_path / "d.html"
+    assert main(["history", "report", "--history", str(history), "--html", str(html)]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped {history / 'notes.txt'}: not a history entry" in err
+    assert "notes.txt" in html.read_text()
+    code = main(["history", "report", "--history", str(tmp_path / "none"), "--html", str(html)])
+    assert code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("scanbench: error: --history") and "scanbench history add" in line
+
+
+def test_a_history_path_that_is_a_file_is_one_line(tmp_path, capsys):
+    path = write_run(tmp_path / "run.json", run_at(1))
+    (tmp_path / "file").write_text("")
+    assert main(["history", "add", str(path), "--history", str(tmp_path / "file")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--history" in line and "file" in line
+
+
+def test_credentials_never_reach_the_store():
+    assert (
+        store.public_remote("https://user:t0ken@github.com/o/r.git") == "https://github.com/o/r.git"
+    )
+    assert store.public_remote("git@github.com:o/r.git") == "git@github.com:o/r.git"
+
+
+@pytest.mark.parametrize(
+    ("remote", "url"),
+    [
+        ("https://github.com/o/r.git", "https://github.com/o/r/commit/abc"),
+        ("https://github.com/o/r", "https://github.com/o/r/commit/abc"),
+        ("git@github.com:o/r.git", "https://github.com/o/r/commit/abc"),
+        ("ssh://git@github.com/o/r.git", "https://github.com/o/r/commit/abc"),
+        ("https://gitlab.com/g/sub/r.git", "https://gitlab.com/g/sub/r/-/commit/abc"),
+        ("/srv/git/r.git", None),
+        ("https://example.org/r.git", None),
+        (None, None),
+    ],
+)
+def test_commit_links_for_github_and_gitlab_remotes(remote, url):
+    assert series.commit_url(remote, "abc") == url
+
+
+def test_commits_are_ordered_parents_first_then_by_date():
+    """A rebased branch keeps its author dates: the parent links decide."""
+    entries = []
+    for index, date in enumerate(["2026-01-05T00:00:00+00:00", "2026-01-01T00:00:00+00:00",
+                                  "2026-01-03T00:00:00+00:00"]):  # fmt: skip
+        run = run_at(index, date=date)
+        entries.append(store.entry_of(run, "x"))
+    ordered = [commit.sha for commit in series.order_commits(entries)]
+    assert ordered == [sha(0), sha(1), sha(2)]
+    unrelated = [store.entry_of(run_at(i, parents=[], date=d), "x") for i, d in
+                 ((0, "2026-01-05T00:00:00Z"), (1, "2026-01-01T00:00:00Z"))]  # fmt: skip
+    assert [c.sha for c in series.order_commits(unrelated)] == [sha(1), sha(0)]
+
+
+def test_one_commit_measured_twice_shows_the_later_run_and_machines_never_mix():
+    first = run_at(1)
+    again = dataclasses.replace(
+        run_at(1), environment={**first.environment, "timestamp": "2026-12-01T00:00:00+00:00"}
+    )
+    other = run_at(1, machine="workstation")
+    entries = [store.entry_of(r, "x") for r in (first, again, other)]
+    timeline = series.timeline(store.History(tuple(entries), ()))
+    cell = timeline.cells["mppi/vmapped/smoke/float32"]
+    assert [s.line.machine.name for s in cell] == ["ci-box", "workstation"]
+    (point,) = cell[0].points
+    assert point.runs == 2
+    later = next(c for c in entries[1].cells if c.label == "mppi/vmapped/smoke/float32")
+    assert point.cell == later
+
+
+def test_malformed_entries_raise_a_store_error_naming_the_field():
+    with pytest.raises(StoreError, match="history_version 2"):
+        Entry.from_json({"history_version": 2})
+    with pytest.raises(StoreError, match="not a JSON object"):
+        Entry.from_json([])
+
+
+def test_history_add_is_quick_to_start():
+    """``scanbench history add`` imports neither matplotlib nor ruptures."""
+    code = (
+        "import sys; from scanbench.cli import history, main; "
+        "print(sorted({'matplotlib', 'ruptures', 'jax'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
