@@ -156,7 +156,13 @@ def run_action(repo: Path, inputs: dict[str, str], base_ref: str, tmp: Path) -> 
     summary_file.touch()
     context = {
         "inputs": given,
-        "github": {"action_path": str(ROOT), "base_ref": base_ref, "workspace": str(repo)},
+        "github": {
+            "action_path": str(ROOT),
+            "base_ref": base_ref,
+            "workspace": str(repo),
+            "ref_name": "pr",
+            "run_id": "1",
+        },
         "runner": {"temp": str(tmp / "runner-temp"), "os": "Linux"},
         "steps": {},
     }
@@ -176,7 +182,7 @@ def run_action(repo: Path, inputs: dict[str, str], base_ref: str, tmp: Path) -> 
         env = {k: substitute(str(v), context, failed) for k, v in step.get("env", {}).items()}
         env = _environment(
             **env, GITHUB_OUTPUT=str(step_output), GITHUB_STEP_SUMMARY=str(summary_file),
-            HOME=os.environ.get("HOME", str(tmp)),
+            HOME=os.environ.get("HOME", str(tmp)), RUNNER_OS="Linux", RUNNER_ARCH="X64",
         )  # fmt: skip
         script = substitute(step["run"], context, failed)
         done = subprocess.run(
@@ -224,6 +230,25 @@ def test_the_action_passes_a_change_that_measures_the_same(pull_request, tmp_pat
     assert ran["outputs"]["verdict"] == "pass" and ran["outputs"]["failed"] == "0"
     assert "passed" in ran["summary"]
     assert not [line for line in ran["stdout"].splitlines() if line.startswith("::error")]
+
+
+def test_the_action_keeps_a_history_of_the_report_run(pull_request, tmp_path):
+    """``history: true``: the report run is added to the history (restored from and saved
+    to the Actions cache, skipped here) and drawn into the artifact and the summary."""
+    inputs = {
+        "gates": "bench/gates.toml", "install": "false", "baseline": "HEAD~1",
+        "scenarios": "bench/scenario.py", "history": "true",
+    }  # fmt: skip
+    ran = run_action(pull_request, inputs, "", tmp_path)
+    assert ran["code"] == 0, ran["stdout"]
+    out = tmp_path / "runner-temp"
+    entries = list((out / "scanbench-history").glob("*.json"))
+    assert len(entries) == 1 and entries[0].name.startswith(
+        user_repo.git(pull_request, "rev-parse", "HEAD")[:12]
+    )
+    assert (out / "scanbench" / "history.html").stat().st_size > 0
+    assert "gha-Linux-X64" in ran["summary"]
+    assert {"actions/cache/restore", "actions/cache/save"} <= set(ran["skipped"])
 
 
 def test_the_action_without_a_baseline_is_a_usage_error(pull_request, tmp_path):
