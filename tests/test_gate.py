@@ -16,6 +16,7 @@ from scanbench.cli.main import main
 from scanbench.gate.command import calibrate
 from scanbench.gate.decide import (
     check_counts,
+    check_invariants,
     count_expectation,
     decide_invariant,
     paired_decision,
@@ -115,6 +116,24 @@ def test_invariant_decides_on_the_interval(ratio, spread, outcome):
     slow = ratio * 1e-3 * (1 + spread * rng.standard_normal(40))
     verdict = decide_invariant(INVARIANT, slow, fast, confidence=0.99, seed=0)
     assert verdict.outcome == outcome, describe(verdict)
+
+
+def test_an_invariant_compares_whole_calls_of_a_cell_measured_in_part():
+    """A loop measured on 1 of 8 generations stores the reduced call's samples and the
+    factor: 8 x its samples, not the samples, are compared with the scan's."""
+    from scanbench.api import Record
+
+    rng = np.random.default_rng(3)
+    fast = list(1e-3 * (1 + 0.02 * rng.standard_normal(40)))
+    part = list(0.5e-3 * (1 + 0.02 * rng.standard_normal(40)))  # 1/8 of a 4 ms call
+    scaled = {"scaled": {"along": "generations", "measured": 1, "full": 8, "factor": 8.0}}
+    records = [
+        Record("s", "fast", "scanned", "jax", "smoke", "float32", 0, "ok", samples_s=tuple(fast)),
+        Record("s", "slow", "sequential", "jax", "smoke", "float32", 0, "ok",
+               samples_s=tuple(part), sampling=scaled),
+    ]  # fmt: skip
+    (verdict,) = check_invariants([INVARIANT], records, confidence=0.99, seed=0)
+    assert verdict.outcome == "pass", describe(verdict)  # 4x, not 0.5x
 
 
 def test_within_invariant_is_an_upper_bound():

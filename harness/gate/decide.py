@@ -255,9 +255,16 @@ def check_invariants(
             verdict = Verdict(Kind.INVARIANT, invariant.label, Outcome.INCONCLUSIVE, reason=reason)
             verdicts.append(verdict)
             continue
-        slow, fast = (record.samples_s for record in pair)
+        slow, fast = (whole_call_samples(record) for record in pair)
         verdicts.append(decide_invariant(invariant, slow, fast, confidence, seed))
     return verdicts
+
+
+def whole_call_samples(record: Record) -> list[float]:
+    """The samples of one whole call: a cell measured on part of its work
+    (``sampling["scaled"]``) stores the reduced call's samples and the factor to scale by."""
+    factor = float((record.sampling.get("scaled") or {}).get("factor", 1.0))
+    return [value * factor for value in record.samples_s]
 
 
 def paired_decision(
