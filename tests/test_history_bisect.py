@@ -244,7 +244,9 @@ def test_a_counts_bisect_steps_around_what_cannot_be_measured(monkeypatch, plain
     steps = []
     good, bad = (bisect.resolve(repo, sha, "x") for sha in (shas[0], shas[-1]))
     result = bisect.Bisect(rule, repo, good, bad, None, 60.0, steps.append).run()
-    assert result.status == "found" and result.first.sha == shas[5]
+    assert result.status is bisect.Status.FOUND and result.first.sha == shas[5]
+    assert result.mode is bisect.Mode.COUNTS
+    assert [s.role for s in steps[:2]] == [bisect.Role.GOOD, bisect.Role.BAD]
     assert [s.mark for s in steps if s.role == "step"][-1] == Mark.BAD
     assert result.differences[0].name == "dispatches"
     text = _conclusion(result, "https://github.com/o/r.git")
@@ -270,10 +272,41 @@ def test_an_undecided_time_step_stops_the_search_with_the_commits_left(monkeypat
     good, bad = (bisect.resolve(repo, sha, "x") for sha in (shas[3], shas[-1]))
     how = bisect.TimeSettings(1.5, Settings())
     result = bisect.Bisect(rule, repo, good, bad, how, 60.0, lambda step: None).run()
-    assert result.status == "undecided"
+    assert result.status is bisect.Status.UNDECIDED and result.mode is bisect.Mode.TIME
     assert [r.sha for r in result.candidates] == shas[4:6]  # the noisy one, or the next
     text = _conclusion(result, None)
     assert text.startswith(
         f"not pinned down (a step stayed undecided): the first slower "
         f"commit is one of {shas[4][:7]}, {shas[5][:7]}"
     )
+
+
+def test_a_bisect_takes_the_cell_s_own_baseline_rule_from_the_gate_file(tmp_path):
+    """``--gates``: the cell's ``[[baseline]]`` rule gives the delta, floor, worker pairs
+    and blocks; another cell gets the file's settings."""
+    from scanbench.cli.bisect import _rule
+    from scanbench.cli.main import build_parser
+
+    gates = tmp_path / "gates.toml"
+    gates.write_text(
+        "[settings]\ndelta = 0.1\nfloor_s = 2e-5\n\n"
+        '[[baseline]]\nscenario = "tridiagonal"\nbackend = "sequential-jax"\nsize = "smoke"\n'
+        "delta = 0.3\nfloor_s = 5e-5\nworker_pairs = 3\nblocks = 7\n"
+    )
+
+    def rule_of(cell: str, *more: str) -> BaselineRule:
+        argv = ["bisect", "a", "b", "--cell", cell, "--gates", str(gates), *more]
+        return _rule(build_parser().parse_args(argv))[0]
+
+    own = rule_of("tridiagonal/sequential-jax/smoke", "--time")
+    assert (own.delta, own.floor_s, own.worker_pairs, own.blocks) == (0.3, 5e-5, 3, 7)
+    assert rule_of("tridiagonal/sequential-jax/smoke", "--time", "--factor", "1.5").delta == 0.5
+    other = rule_of("tridiagonal/scanned-time-major/smoke", "--time")
+    assert (other.delta, other.floor_s, other.worker_pairs, other.blocks) == (0.1, 2e-5, None, None)
+
+
+def test_bisect_outside_a_git_repository_says_so(tmp_path):
+    from scanbench.api import InputError
+
+    with pytest.raises(InputError, match=rf"^{re.escape(str(tmp_path))} is not a git repository"):
+        bisect.resolve(tmp_path, "HEAD", "GOOD")

@@ -6,6 +6,7 @@ first, linked to its commit; self-contained) and rendered by a real headless Chr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -16,6 +17,8 @@ import numpy as np
 import pytest
 
 from scanbench.cli.main import main
+from scanbench.history import series, store, summary
+from scanbench.history.entry import CellPoint, Commit, Machine, Setup
 from tests.test_history_changes import (
     MACHINES,
     PLANTED_COUNTS,
@@ -167,7 +170,8 @@ def test_a_change_between_unmeasured_commits_says_where_to_bisect(tmp_path, caps
     main(["history", "add", *write_runs(runs, tmp_path / "runs"), "--history", str(history)])
     capsys.readouterr()
     main(["history", "report", "--history", str(history), "--html", str(tmp_path / "d.html")])
-    hint = f"`scanbench bisect {sha(6)[:7]} {sha(9)[:7]} --cell mppi/vmapped/smoke` finds it"
+    command = f"scanbench bisect {sha(6)[:7]} {sha(9)[:7]} --cell mppi/vmapped/smoke"
+    hint = f"`{command} --dtype float32` finds it"
     assert hint in capsys.readouterr().out
     assert hint.strip("`").split("`")[0] in (tmp_path / "d.html").read_text()
 
@@ -187,3 +191,67 @@ def test_the_bisect_hint_names_a_scenario_file_from_where_it_runs(source, argume
     from scanbench.history.summary import scenario_argument
 
     assert scenario_argument("smoothing", source, Path("/work/project")) == argument
+
+
+def test_a_branch_the_history_does_not_hold_is_one_line_naming_those_it_holds(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    runs = [synthetic_run(0, "ci-box", rng), synthetic_run(1, "ci-box", rng, branch="feature")]
+    history = tmp_path / "h"
+    main(["history", "add", *write_runs(runs, tmp_path / "runs"), "--history", str(history)])
+    capsys.readouterr()
+    argv = ["history", "report", "--history", str(history), "--html", str(tmp_path / "d.html")]
+    assert main([*argv, "--branch", "main", "--branch", "nosuch"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        "scanbench: error: --branch 'nosuch': no run of the history is on this branch; its "
+        "branches: feature, main"
+    )
+    assert not (tmp_path / "d.html").exists()
+
+
+def _step_history(folder, factor: float, confidence: float) -> None:
+    """12 commits of one cell whose time steps by ``factor`` at commit 6, with 0.1%
+    noise and tight intervals of the given confidence."""
+    rng = np.random.default_rng(9)
+    for index in range(12):
+        entry = store.entry_of(synthetic_run(index, "ci-box", rng), f"run-{index}.json")
+        median = 1e-3 * (factor if index >= 6 else 1.0) * (1 + 0.001 * rng.standard_normal())
+        cell = CellPoint(
+            "tridiagonal", "scanned", "smoke", "float64", "ok", median=median,
+            ci_low=median * 0.998, ci_high=median * 1.002, confidence=confidence, samples=30,
+        )  # fmt: skip
+        entry = dataclasses.replace(entry, cells=(cell,))
+        assert store.write_new(folder / entry.filename, entry.to_json())
+
+
+def test_min_change_sets_the_smallest_time_change_reported(tmp_path, capsys):
+    """A clear 4% step is below the default 5% and reported with --min-change 1.01; the
+    page says which minimum it used, and the confidence of the stored intervals."""
+    history = tmp_path / "h"
+    history.mkdir()
+    _step_history(history, 1.04, 0.99)
+    html = tmp_path / "d.html"
+    argv = ["history", "report", "--history", str(history), "--html", str(html)]
+    assert main(argv) == 0
+    assert "No change" in capsys.readouterr().out
+    page = html.read_text()
+    assert "by at least 5% and" in page and "median, 99% interval" in page
+    assert main([*argv, "--min-change", "1.01"]) == 0
+    out = capsys.readouterr().out
+    assert f"| [`{sha(6)[:7]}`]" in out and "| time 1.04x slower: 1 ms -> 1.04 ms |" in out
+    assert "by at least 1% and" in html.read_text()
+    assert main([*argv, "--min-change", "1"]) == 2
+    assert "--min-change must be finite and > 1" in capsys.readouterr().err
+
+
+def test_the_bisect_hint_names_the_dtype_and_says_what_it_cannot_measure():
+    commits = [Commit(sha(0)), Commit(sha(5), parents=(sha(4),))]
+    line = series.Line("A", Machine("box"), Setup("0.10.2", "0.10.2"), "main")
+    cell = CellPoint("mppi", "vmapped", "smoke", "float32", "ok", params=(("horizon", 8),))
+    row = summary.Row(commits[1], commits[0], 1, cell.label, line, source="", point=cell)
+    hint = summary.where(row)
+    assert f"`scanbench bisect {sha(0)[:7]} {sha(5)[:7]} --cell mppi/vmapped/smoke" in hint
+    assert "--dtype float32` finds it" in hint
+    assert "default parameters" in hint
+    plain = dataclasses.replace(row, point=dataclasses.replace(cell, params=()))
+    assert summary.where(plain).endswith("--dtype float32` finds it")

@@ -10,13 +10,18 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from scanbench.api import StoreError
 from scanbench.cli.main import main
-from scanbench.history import series, store
+from scanbench.history import changes, dashboard, series, store, summary
 from scanbench.history.entry import HISTORY_VERSION, Commit, Entry, Setup
 from scanbench.store import write_run
 from tests.test_history_changes import commit_facts, sha, synthetic_run
@@ -260,3 +265,239 @@ def test_history_add_is_quick_to_start():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@contextlib.contextmanager
+def never_opened(fifo):
+    """Yields an event set if anything opened ``fifo`` for reading meanwhile: a writer is
+    tried every 20 ms and closed at once, which also releases a reader blocked in open()
+    (it then reads an empty file) instead of hanging the test."""
+    opened, done = threading.Event(), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader
+                done.wait(0.02)
+                continue
+            os.close(fd)
+            opened.set()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield opened
+    finally:
+        done.set()
+        thread.join()
+
+
+def _other_entry(tmp_path, target):
+    other = store.entry_of(run_at(2), "other.json")
+    target.write_text(json.dumps(other.to_json()))
+
+
+def _truncate(tmp_path, target):
+    target.write_bytes(target.read_bytes()[:40])
+
+
+def _fifo(tmp_path, target):
+    target.unlink()
+    os.mkfifo(target)
+
+
+def _link(destination):
+    def take(tmp_path, target):
+        copy = tmp_path / "copy-of-entry.json"
+        copy.write_bytes(target.read_bytes())
+        target.unlink()
+        target.symlink_to(copy if destination == "copy" else destination)
+
+    return take
+
+
+@pytest.mark.parametrize(
+    ("take", "why"),
+    [
+        (_truncate, "not valid JSON"),
+        (_other_entry, "(it holds run "),
+        (_fifo, "not a regular file (a FIFO)"),
+        (_link("/dev/zero"), "not a regular file (a symbolic link)"),
+        (_link("copy"), "not a regular file (a symbolic link)"),
+    ],
+    ids=["truncated", "another run", "fifo", "link to /dev/zero", "link to a copy"],
+)
+def test_a_name_taken_by_anything_but_this_run_s_entry_fails_the_add_and_is_kept(
+    tmp_path, capsys, take, why
+):
+    """Adding a run again finds its name taken by something else: named, exit 1, left as
+    it is (never replaced); the report names it too unless it is an entry, and neither
+    opens a FIFO."""
+    path = write_run(tmp_path / "run.json", run_at(1))
+    history = tmp_path / "h"
+    (added,) = store.add([path], history)
+    target = history / added.entry.filename
+    take(tmp_path, target)
+    before = os.lstat(target)
+    content = target.read_bytes() if target.is_file() and not target.is_symlink() else None
+    with never_opened(target) if target.is_fifo() else contextlib.nullcontext() as opened:
+        assert main(["history", "add", str(path), "--history", str(history)]) == 1
+        out, err = capsys.readouterr()
+        html = tmp_path / "d.html"
+        assert main(["history", "report", "--history", str(history), "--html", str(html)]) == 0
+        report = capsys.readouterr().err
+    assert opened is None or not opened.is_set()
+    assert out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"skipped {path}: {target} exists and is not this run's entry (")
+    assert why in line and line.endswith("; left as it is")
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino, after.st_size) == (
+        before.st_mode,
+        before.st_ino,
+        before.st_size,
+    )
+    if content is not None:
+        assert target.read_bytes() == content
+    assert [p.name for p in history.iterdir() if p.name.startswith(".")] == []
+    if take is not _other_entry:  # another run's entry is still an entry: read
+        assert f"skipped {target}: " in report
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_history_add_refuses_what_is_not_a_regular_file_without_opening_it(tmp_path, capsys, kind):
+    path = tmp_path / "results.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    good = write_run(tmp_path / "run.json", run_at(1))
+    with never_opened(path) if kind == "fifo" else contextlib.nullcontext() as opened:
+        code = main(["history", "add", str(path), str(good), "--history", str(tmp_path / "h")])
+    assert opened is None or not opened.is_set()
+    assert code == 1
+    out, err = capsys.readouterr()
+    (line,) = err.strip().splitlines()
+    what = "a FIFO" if kind == "fifo" else "a directory"
+    assert line == f"skipped {path}: not a regular file ({what})"
+    assert out.startswith(f"added: {good}")
+
+
+def test_adding_an_added_run_again_under_another_name_keeps_the_stored_one(tmp_path, capsys):
+    path = write_run(tmp_path / "run.json", run_at(1))
+    history = str(tmp_path / "h")
+    assert main(["history", "add", str(path), "--history", history]) == 0
+    capsys.readouterr()
+    code = main(["history", "add", str(path), "--history", history, "--machine", "renamed"])
+    assert code == 0
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    assert line.startswith(f"already in the history: {path} -> ")
+    assert line.endswith(
+        "(commit " + sha(1)[:7] + ", main, ci-box, 4 cells; added before: --machine and "
+        "--branch do not rename it)"
+    )
+    (entry,) = store.load(history).entries
+    assert entry.machine.name == "ci-box"
+
+
+def test_a_report_of_a_history_path_that_is_a_file_says_so(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    html = str(tmp_path / "d.html")
+    assert main(["history", "report", "--history", str(tmp_path / "file"), "--html", html]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    where = tmp_path / "file"
+    assert (
+        line == f"scanbench: error: --history {where}: not a directory; give the history directory"
+    )
+
+
+def _one_cell(entry: Entry) -> Entry:
+    (cell,) = [c for c in entry.cells if c.label == "mppi/vmapped/smoke/float32"]
+    return dataclasses.replace(entry, cells=(cell,))
+
+
+FUZZED = _one_cell(store.entry_of(run_at(1), "r1.json"))
+NEIGHBOUR = _one_cell(store.entry_of(run_at(2), "r2.json"))  # its parent is FUZZED's commit
+DELETE = object()
+
+
+def _paths(value, prefix=()):
+    """Every place in a JSON value: the value itself, and (recursively) what it holds."""
+    yield prefix
+    if isinstance(value, dict | list):
+        for key, inner in value.items() if isinstance(value, dict) else enumerate(value):
+            yield from _paths(inner, (*prefix, key))
+
+
+STORED = json.loads(json.dumps(FUZZED.to_json()))
+PLACES = sorted(_paths(STORED), key=repr)
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats()
+    | st.text(max_size=6)
+    | st.sampled_from([sha(1), sha(2), "2026-10-01T01:00:00+00:00", "ok"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _mutated(place, value) -> str:
+    """The stored text of `FUZZED` with ``value`` at ``place`` (`DELETE`: removed; the
+    whole entry removed is an empty file)."""
+    if not place:
+        return "" if value is DELETE else json.dumps(value)
+    data = json.loads(json.dumps(STORED))
+    *parents, last = place
+    holder = data
+    for key in parents:
+        holder = holder[key]
+    if value is DELETE:
+        del holder[last]
+    else:
+        holder[last] = value
+    return json.dumps(data)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(place=st.sampled_from(PLACES), value=JSON | st.just(DELETE))
+@example(place=("commit", "date"), value=5)
+@example(place=("commit", "subject"), value=5)
+@example(place=("commit", "remote"), value=7)
+@example(place=("machine", "name"), value=["x"])
+@example(place=("setup", "jax"), value=["x"])
+@example(place=("commit", "parents"), value=[sha(1)])  # its own parent
+@example(place=("commit", "parents"), value=[sha(2)])  # a cycle with NEIGHBOUR
+@example(place=("cells", 0, "median"), value=float("inf"))
+@example(place=("cells", 0, "confidence"), value=True)
+@example(place=("cells", 0, "samples"), value="30")
+@example(place=("cells", 0, "disturbed"), value=1)
+@example(place=("cells", 0, "params"), value={"block": [1]})
+def test_a_mutated_entry_is_read_or_named_and_the_report_never_fails(place, value):
+    """Any field of a valid entry replaced by any JSON value (or removed): the report
+    (markdown and page) is written all the same, and the file is either read as an entry
+    or named among the skipped files."""
+    with tempfile.TemporaryDirectory() as folder:
+        history = Path(folder)
+        fuzzed = history / FUZZED.filename
+        fuzzed.write_text(_mutated(place, value))
+        (history / NEIGHBOUR.filename).write_text(json.dumps(NEIGHBOUR.to_json()))
+        loaded = store.load(history)
+        timeline = series.timeline(loaded)
+        detected = changes.detect(timeline)
+        summary.markdown(timeline, detected, history)
+        dashboard.page(timeline, detected, "fuzz", history)
+        try:
+            read = store.read_entry(fuzzed).run_id
+        except StoreError:
+            read = None
+    named = [reason for path, reason in loaded.skipped if path == str(fuzzed)]
+    if read is None:
+        (reason,) = named
+        assert reason
+    else:
+        assert named == [] and read in {entry.run_id for entry in loaded.entries}

@@ -16,10 +16,12 @@ import argparse
 import subprocess
 
 from ..api import InputError
+from ..execution.cells import cell
+from ..gate.rules import BaselineRule, Settings, load_gates
+from ..sources import resolve
 from .options import number, positive
 
 HELP = "find the commit where a cell's counts (or, --time, its time) changed"
-EXIT = {"found": 0, "no change": 1}  # anything else: 3
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -55,11 +57,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _rule(args: argparse.Namespace):
-    """The cell as a baseline rule (names checked), and the gate settings to use."""
-    from ..execution.cells import cell
-    from ..gate.rules import BaselineRule, Settings, load_gates
-    from ..sources import resolve
-
+    """The cell as a baseline rule (names checked), and the gate settings to use: those
+    of ``--gates`` and the cell's own ``[[baseline]]`` rule there, if any."""
     parts = args.cell.rsplit("/", 2)
     if len(parts) != 3 or not all(parts):
         raise InputError(
@@ -75,7 +74,9 @@ def _rule(args: argparse.Namespace):
     own = [
         rule
         for rule in (gates.baselines if gates else ())
-        if resolve(rule.scenario) == measured.source and (rule.backend, rule.size) == parts[1:]
+        if resolve(rule.scenario) == measured.source
+        and (rule.backend, rule.size) == tuple(parts[1:])
+        and rule.dtype in (None, measured.dtype)
     ]
     base = own[0] if own else None
     delta = args.factor - 1 if args.factor else (base.delta if base else settings.delta)
@@ -94,20 +95,21 @@ def _rule(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    # git, JAX workers and SciPy: not for --help
+    # git, JAX workers and SciPy: not for --help (start-up cost)
     from ..gate.interleave import project_root
-    from ..history.bisect import Bisect, TimeSettings, resolve
+    from ..history.bisect import Bisect, Status, TimeSettings
+    from ..history.bisect import resolve as revision
 
     rule, settings = _rule(args)
     repository = project_root()
-    good = resolve(repository, args.good, "GOOD")
-    bad = resolve(repository, args.bad, "BAD")
+    good = revision(repository, args.good, "GOOD")
+    bad = revision(repository, args.bad, "BAD")
     time = TimeSettings(1 + rule.delta, settings, args.retries, args.timeout) if args.time else None
     search = Bisect(rule, repository, good, bad, time, args.timeout, _print_step)
     print(_header(search), flush=True)
     result = search.run()
     print(_conclusion(result, _remote(repository)))
-    return EXIT.get(result.status, 3)
+    return {Status.FOUND: 0, Status.NO_CHANGE: 1}.get(result.status, 3)
 
 
 def _print_step(step) -> None:
@@ -141,13 +143,13 @@ def _number(value) -> str:
 
 
 def _evidence(step) -> str:
-    from ..history.bisect import CountEvidence
+    from ..history.bisect import CountEvidence, Role  # SciPy: not at start-up
 
     evidence = step.evidence
     if step.error:
         return f"could not be measured: {step.error}"
     if isinstance(evidence, CountEvidence):
-        if step.role == "good":
+        if step.role == Role.GOOD:
             return "counts per call: " + ", ".join(
                 f"{key} {_number(value)}"
                 for key, value in evidence.counts.items()
@@ -181,32 +183,36 @@ def _evidence(step) -> str:
 
 
 def _step(step) -> str:
-    name = {"good": "GOOD", "bad": "BAD"}.get(step.role, "step")
+    from ..history.bisect import Role  # SciPy: not at start-up
+
+    name = step.role.upper() if step.role != Role.STEP else "step"
     many = "commit" if step.left == 1 else "commits"
-    left = f" ({step.left} {many} in question)" if step.role == "step" else ""
+    left = f" ({step.left} {many} in question)" if step.role == Role.STEP else ""
     subject = step.revision.subject[:60]
     return f'{name} {step.revision.short} "{subject}"{left}: {step.mark}: {_evidence(step)}'
 
 
 def _conclusion(result, remote: str | None) -> str:
+    # the gate's decisions and SciPy: not at start-up
     from ..gate.decide import Kind, Outcome, Verdict
     from ..gate.render import explanation
+    from ..history.bisect import Mode, Status
     from ..history.series import commit_url
 
-    what = "commit where the counts change" if result.mode == "counts" else "slower commit"
-    if result.status == "no change":
-        if result.mode == "counts":
+    what = "commit where the counts change" if result.mode == Mode.COUNTS else "slower commit"
+    if result.status == Status.NO_CHANGE:
+        if result.mode == Mode.COUNTS:
             return "no change: every count per call is the same at GOOD and BAD (use --time)"
         return "no change: BAD is not slower than GOOD by more than the factor"
-    if result.status == "undecided" and not result.candidates:
+    if result.status == Status.UNDECIDED and not result.candidates:
         return (
             "undecided: BAD's interval still straddles the factor after its re-measurements; "
             "nothing to search (measure on a quieter machine, with more blocks (--gates) or "
             "more --retries)"
         )
-    if result.status != "found":
+    if result.status != Status.FOUND:
         names = ", ".join(r.short for r in result.candidates)
-        if result.status == "undecided":
+        if result.status == Status.UNDECIDED:
             why = "a step stayed undecided"
             fix = "measure on a quieter machine, with more blocks (--gates) or more --retries"
         else:

@@ -13,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..history.store import DEFAULT_DIRECTORY
+from ..history.changes import MIN_FACTOR
+from ..history.store import DEFAULT_DIRECTORY, Outcome, add
 from .options import number
 
 HELP = "history across commits: add runs to it, write its dashboard"
@@ -55,9 +56,10 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     report.add_argument(
         "--min-change",
         type=number(float, "--min-change", 1.0),
-        default=1.05,
+        default=MIN_FACTOR,
         metavar="F",
-        help="a time change point must move the level by at least this factor (> 1; default 1.05)",
+        help="a time change point must move the level by at least this factor (> 1; "
+        f"default {MIN_FACTOR:g})",
     )
     report.add_argument("--title", default="scanbench history", help="the page's title")
     return parser
@@ -72,23 +74,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from ..history.store import Outcome, add
-
     done = add(args.results, args.history, args.machine, args.branch)
     for item in done:
         if item.entry is not None:
-            entry = item.entry
+            entry = item.entry  # as stored: an added run is never renamed
             what = f"commit {entry.commit.short}, {entry.branch or 'no branch'}, "
             cells = len(entry.cells)
             what += f"{entry.machine.name}, {cells} cell{'' if cells == 1 else 's'}"
-            print(f"{item.outcome}: {item.path} -> {item.detail} ({what})")
+            asked = (args.machine or entry.machine.name, args.branch or entry.branch)
+            renamed = asked != (entry.machine.name, entry.branch)
+            note = "; added before: --machine and --branch do not rename it" if renamed else ""
+            print(f"{item.outcome}: {item.path} -> {item.detail} ({what}{note})")
         else:
             print(f"skipped {item.path}: {item.detail}", file=sys.stderr)
     return 1 if any(item.outcome == Outcome.SKIPPED for item in done) else 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    # matplotlib, NumPy and ruptures: not for --help or `history add`
+    # matplotlib: not for --help or `history add` (start-up cost)
     from ..history import changes, dashboard, series, store, summary
     from ..store import write_text_atomic
 
@@ -99,7 +102,8 @@ def _report(args: argparse.Namespace) -> int:
     detected = changes.detect(timeline, args.min_change)
     root = Path.cwd()  # the bisect commands the report suggests run from here
     text = summary.markdown(timeline, detected, root)
-    write_text_atomic(args.html, dashboard.page(timeline, detected, args.title, root))
+    page = dashboard.page(timeline, detected, args.title, root, args.min_change)
+    write_text_atomic(args.html, page)
     if args.md:
         write_text_atomic(args.md, text)
     print(text)

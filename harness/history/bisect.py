@@ -50,6 +50,28 @@ class Mark(enum.StrEnum):
     UNDECIDED = "undecided"  # time: the interval still straddles the factor
 
 
+class Role(enum.StrEnum):
+    """What a measured revision is to the search: one of its ends, or a step."""
+
+    GOOD = "good"
+    BAD = "bad"
+    STEP = "step"
+
+
+class Mode(enum.StrEnum):
+    COUNTS = "counts"  # any per-call count differs from GOOD's
+    TIME = "time"  # slower than GOOD by more than the factor
+
+
+class Status(enum.StrEnum):
+    """How a search ended."""
+
+    FOUND = "found"
+    NO_CHANGE = "no change"  # GOOD and BAD do not differ
+    UNDECIDED = "undecided"  # the first change may be a commit still undecided
+    SKIPPED = "skipped"  # the first change may be a commit that could not be measured
+
+
 @dataclasses.dataclass(frozen=True)
 class Revision:
     sha: str
@@ -86,9 +108,9 @@ class TimeEvidence:
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """One measured revision: ``role`` is ``good``/``bad`` for the ends, else ``step``."""
+    """One measured revision, an end of the range or a step of the search."""
 
-    role: str
+    role: Role
     revision: Revision
     mark: Mark
     evidence: CountEvidence | TimeEvidence | None = None
@@ -102,12 +124,12 @@ class Result:
     ``candidates`` are the commits it may be (skipped or undecided in between)."""
 
     cell: str
-    mode: str  # "counts" or "time"
+    mode: Mode
     good: Revision
     bad: Revision
     revisions: tuple[Revision, ...]  # after GOOD, oldest first; the last is BAD
     steps: tuple[Step, ...]
-    status: str  # "found", "no change", "undecided", "skipped"
+    status: Status
     first: Revision | None = None
     last_good: Revision | None = None
     candidates: tuple[Revision, ...] = ()
@@ -160,6 +182,14 @@ def resolve(repository: Path, revision: str, what: str) -> Revision:
         text=True,
     )
     if done.returncode != 0 or not done.stdout.strip():
+        inside = subprocess.run(
+            ["git", "rev-parse", "--git-dir"], cwd=repository, capture_output=True, text=True
+        )
+        if inside.returncode != 0:
+            raise InputError(
+                f"{repository} is not a git repository: run scanbench bisect inside the "
+                "project's git work tree"
+            )
         raise InputError(f"{what} {revision!r}: not a commit of {repository}")
     sha, subject, date, parents = done.stdout.rstrip("\n").split("\x00")
     return Revision(sha, subject, date, tuple(parents.split()))
@@ -324,7 +354,7 @@ class Bisect:
         self.report(step)
         return step.mark
 
-    def measure(self, revision: Revision, role: str, left: int = 0) -> Mark:
+    def measure(self, revision: Revision, role: Role, left: int = 0) -> Mark:
         """Measure one revision against GOOD and record the step."""
         try:
             with worktree(revision.sha, self.repository) as tree:
@@ -332,20 +362,20 @@ class Bisect:
                     return self._record(self._counts(revision, tree, role, left))
                 return self._record(self._times(revision, tree, role, left))
         except HarnessError as error:
-            if role != "step":  # an end that cannot be measured: nothing to search
+            if role != Role.STEP:  # an end that cannot be measured: nothing to search
                 raise HarnessError(f"{role.upper()} {revision.short}: {error}") from None
             return self._record(Step(role, revision, Mark.SKIP, error=one_line(error), left=left))
 
-    def _counts(self, revision: Revision, tree: Path, role: str, left: int) -> Step:
+    def _counts(self, revision: Revision, tree: Path, role: Role, left: int) -> Step:
         facts = counts_facts(self.rule, tree, self.repository, self.timeout_s)
         self.facts[revision.sha] = facts
-        if role == "good":
+        if role == Role.GOOD:
             return Step(role, revision, Mark.GOOD, CountEvidence(dict(facts.counts), ()))
         differs = count_differences(self.facts[self.good.sha], facts)
         mark = Mark.BAD if differs else Mark.GOOD
         return Step(role, revision, mark, CountEvidence(dict(facts.counts), differs), left=left)
 
-    def _times(self, revision: Revision, tree: Path, role: str, left: int) -> Step:
+    def _times(self, revision: Revision, tree: Path, role: Role, left: int) -> Step:
         sides = {
             "baseline": Side(self.good_tree, home=self.repository),
             "candidate": Side(tree, home=self.repository),
@@ -361,33 +391,35 @@ class Bisect:
     def run(self) -> Result:
         with contextlib.ExitStack() as stack:
             if self.time is None:
-                self.measure(self.good, "good")
+                self.measure(self.good, Role.GOOD)
             else:
                 self.good_tree = stack.enter_context(worktree(self.good.sha, self.repository))
-            ends = self.measure(self.bad, "bad", len(self.revisions))
+            ends = self.measure(self.bad, Role.BAD, len(self.revisions))
             if ends != Mark.BAD:
-                status = "no change" if ends == Mark.GOOD else "undecided"
+                status = Status.NO_CHANGE if ends == Mark.GOOD else Status.UNDECIDED
                 return self._result(status)
             lo, hi, aside = search(len(self.revisions), self._classify)
             return self._finish(lo, hi, aside)
 
     def _classify(self, index: int, good: int, bad: int) -> Mark:
-        return self.measure(self.revisions[index], "step", bad - good - 1)
+        return self.measure(self.revisions[index], Role.STEP, bad - good - 1)
 
     def _finish(self, lo: int, hi: int, aside: tuple[tuple[int, Mark], ...]) -> Result:
         last_good = self.good if lo < 0 else self.revisions[lo]
         if aside:  # the first bad is one of those set aside, or the first bad found
-            status = "undecided" if Mark.UNDECIDED in dict(aside).values() else "skipped"
+            undecided = Mark.UNDECIDED in dict(aside).values()
+            status = Status.UNDECIDED if undecided else Status.SKIPPED
             candidates = tuple(self.revisions[i] for i in (*dict(aside), hi))
             return self._result(status, last_good=last_good, candidates=candidates)
         first = self.revisions[hi]
         before, after = self.facts.get(last_good.sha), self.facts.get(first.sha)
         if before is None or after is None:
-            return self._result("found", first, last_good, explain_error="no facts of a side")
-        return self._result("found", first, last_good, differences=differences(before, after))
+            return self._result(Status.FOUND, first, last_good, explain_error="no facts of a side")
+        found = differences(before, after)
+        return self._result(Status.FOUND, first, last_good, differences=found)
 
-    def _result(self, status: str, first=None, last_good=None, **more) -> Result:
-        mode = "counts" if self.time is None else "time"
+    def _result(self, status: Status, first=None, last_good=None, **more) -> Result:
+        mode = Mode.COUNTS if self.time is None else Mode.TIME
         return Result(
             self.rule.label,
             mode,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .changes import COUNTED, MIN_POINTS, PENALTY_SCALE, SeriesChanges
+from .changes import COUNTED, MIN_FACTOR, MIN_POINTS, MIN_SIZE, PENALTY_SCALE, SeriesChanges
 from .entry import Commit
 from .figures import Axis, counts_figure, svg, time_figure
 from .series import Timeline, commit_url
@@ -153,17 +153,20 @@ def _cell(cell: str, found: Sequence[SeriesChanges], timeline: Timeline) -> list
     return [*out, "</section>"]
 
 
-METHOD = (
-    "Counts per call are exact: a count that differs from the previous measured commit's is "
-    "reported at that commit, with the breakdown entries that changed. Times: change points "
-    "of the log median times found by PELT (ruptures, l1 cost, segments of at least 2 "
-    f"commits, penalty {PENALTY_SCALE:g} x the Laplace BIC penalty with the noise estimated "
-    "from the series), each kept only if it moves the level by at least 5% and the "
-    "intervals on either side separate; a series needs "
-    f"{MIN_POINTS} timed commits. Series never mix machines, environments or branches. "
-    "Stored history is for trends and for finding commits; the gate compares times only "
-    "within one job."
-)
+def method(min_factor: float = MIN_FACTOR) -> str:
+    """How changes are found, in words (``min_factor``: ``--min-change``)."""
+    return (
+        "Counts per call are exact: a count that differs from the previous measured commit's "
+        "is reported at that commit, with the breakdown entries that changed. Times: change "
+        "points of the log median times found by PELT (ruptures, l1 cost, segments of at "
+        f"least {MIN_SIZE} commits, so a step at the newest commit shows once one more commit "
+        f"is measured; penalty {PENALTY_SCALE:g} x the Laplace BIC penalty with the noise "
+        "estimated from the series), each kept only if it moves the level by at least "
+        f"{(min_factor - 1) * 100:.3g}% and the intervals on either side separate; a series needs "
+        f"{MIN_POINTS} timed commits, not counting those measured while the machine was busy. "
+        "Series never mix machines, environments or branches. Stored history is for trends "
+        "and for finding commits; the gate compares times only within one job."
+    )
 
 
 def page(
@@ -171,9 +174,10 @@ def page(
     detected: Mapping[str, Sequence[SeriesChanges]],
     title: str,
     root: Path | None = None,
+    min_factor: float = MIN_FACTOR,
 ) -> str:
     """The whole HTML page (see the module doc; ``root``: where the bisect commands it
-    suggests are to be run)."""
+    suggests are to be run; ``min_factor``: what `changes.detect` was given)."""
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -183,7 +187,7 @@ def page(
     ]
     if not timeline.commits:
         return "\n".join([*out, "<p>The history holds no run.</p></body></html>"])
-    out += [f"<p>{_esc(span(timeline))}.</p>", f"<p class='note'>{_esc(METHOD)}</p>"]
+    out += [f"<p>{_esc(span(timeline))}.</p>", f"<p class='note'>{_esc(method(min_factor))}</p>"]
     out += ["<h2>Series</h2>", "<table><tr><th>series</th><th>machine · environment · branch"]
     out[-1] += "</th></tr>"
     out += [f"<tr><td>{_esc(ln.name)}</td><td>{_esc(ln.label)}</td></tr>" for ln in timeline.lines]

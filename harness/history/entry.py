@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -174,12 +175,24 @@ class Entry:
 
 
 def _check(value: Any, kind: type | tuple, field: str, optional: bool = False) -> Any:
-    if (value is None and optional) or (
-        isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, float))
-    ):
+    """``value`` if it is of ``kind`` (a bool is no number; a number is finite), else
+    `StoreError` naming the field."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if value is None and optional:
         return value
-    what = getattr(kind, "__name__", None) or " or ".join(k.__name__ for k in kind)
+    wrong_bool = isinstance(value, bool) and bool not in kinds  # a bool is no number
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(value, kinds) and not wrong_bool and (not number or _finite(value)):
+        return value
+    what = " or ".join(k.__name__ for k in kinds) + (" or null" if optional else "")
     raise StoreError(f"field {field!r} must be {what}, got {value!r:.60}")
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond a float's range
+        return False
 
 
 def _numbers(value: Any, field: str) -> dict[str, float]:
@@ -187,30 +200,81 @@ def _numbers(value: Any, field: str) -> dict[str, float]:
     return {str(k): float(_check(v, (int, float), f"{field}.{k}")) for k, v in value.items()}
 
 
+def _fields(raw: Any, where: str, table: Mapping[str, tuple[type | tuple, bool]]) -> dict:
+    """``raw`` checked against ``table`` (key -> (kind, optional)): a missing key keeps
+    its default, an unknown key is an error."""
+    raw = dict(_check(raw, dict, where))
+    unknown = sorted(raw.keys() - table.keys())
+    if unknown:
+        raise StoreError(f"field '{where}.{unknown[0]}' is unknown; known: {', '.join(table)}")
+    for key, value in raw.items():
+        kind, optional = table[key]
+        _check(value, kind, f"{where}.{key}", optional)
+    return raw
+
+
+STR, INT, NUMBER = (str, False), (int, False), ((int, float), True)
+COMMIT = {
+    "sha": STR,
+    "date": (str, True),
+    "subject": STR,
+    "parents": (list, False),
+    "remote": (str, True),
+}
+MACHINE = {
+    "name": STR,
+    "hostname": (str, True),
+    "cpu_model": (str, True),
+    "cpu_count": (int, True),
+    "platform": (str, True),
+    "device_kind": (str, True),
+    "device_count": (int, True),
+}
+SETUP = {"jax": (str, True), "jaxlib": (str, True), "xla_flags": STR, "x64": (bool, True)}
+CELL = {
+    "scenario": STR,
+    "backend": STR,
+    "size": STR,
+    "dtype": STR,
+    "status": STR,
+    "params": (dict, False),
+    "devices": (int, True),
+    "seed": INT,
+    "error": (str, True),
+    "median": NUMBER,
+    "ci_low": NUMBER,
+    "ci_high": NUMBER,
+    "confidence": NUMBER,
+    "samples": INT,
+    "disturbed": (bool, False),
+    "counts": (dict, False),
+    "breakdowns": (dict, False),
+    "source": STR,
+    "cache": STR,
+}
+PARAM = (str, int, float, bool)
+
+
 def _parse(data: dict) -> Entry:
-    commit = dict(_check(data["commit"], dict, "commit"))
-    if not SHA.match(_check(commit["sha"], str, "commit.sha")):
+    commit = _fields(data["commit"], "commit", COMMIT)
+    if not SHA.match(commit["sha"]):
         raise StoreError(f"field 'commit.sha' must be a hex sha, got {commit['sha']!r:.60}")
-    commit["parents"] = tuple(_check(commit.get("parents", []), list, "commit.parents"))
-    machine = _check(data["machine"], dict, "machine")
-    setup = _check(data["setup"], dict, "setup")
+    parents = commit.get("parents", [])
+    commit["parents"] = tuple(_check(p, str, f"commit.parents[{i}]") for i, p in enumerate(parents))
+    machine = _fields(data["machine"], "machine", MACHINE)
+    setup = _fields(data["setup"], "setup", SETUP)
     cells = []
     for index, raw in enumerate(_check(data["cells"], list, "cells")):
         where = f"cells[{index}]"
-        raw = dict(_check(raw, dict, where))
-        for key in ("scenario", "backend", "size", "dtype", "status"):
-            _check(raw[key], str, f"{where}.{key}")
-        for key in ("source", "cache"):
-            _check(raw.get(key, ""), str, f"{where}.{key}")
-        for key in ("median", "ci_low", "ci_high", "confidence"):
-            _check(raw.get(key), (int, float), f"{where}.{key}", optional=True)
-        params = _check(raw.get("params", {}), dict, f"{where}.params")
+        raw = _fields(raw, where, CELL)
+        params = raw.get("params", {})
+        for name, value in params.items():
+            _check(value, PARAM, f"{where}.params.{name}", optional=True)
         raw["params"] = tuple(sorted(params.items()))
         raw["counts"] = _numbers(raw.get("counts", {}), f"{where}.counts")
-        breakdowns = _check(raw.get("breakdowns", {}), dict, f"{where}.breakdowns")
         raw["breakdowns"] = {
             name: _numbers(parts, f"{where}.breakdowns.{name}")
-            for name, parts in breakdowns.items()
+            for name, parts in raw.get("breakdowns", {}).items()
         }
         cells.append(CellPoint(**raw))
     return Entry(

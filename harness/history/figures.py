@@ -94,6 +94,13 @@ def _series_times(axes, axis: Axis, changes: SeriesChanges, tint: str) -> None:
         )
 
 
+def _interval(found: Sequence[SeriesChanges]) -> str:
+    """``95% interval`` when every timed point has that confidence, else ``interval``."""
+    levels = {p.cell.confidence for ch in found for p in ch.series.points if p.cell.timed}
+    level = levels.pop() if len(levels) == 1 else None
+    return "interval" if level is None or not 0 < level < 1 else f"{level:.0%} interval"
+
+
 def time_figure(cell: str, found: Sequence[SeriesChanges], axis: Axis) -> Figure:
     """Median and interval by commit per series (hollow: measured while the machine was
     busy, left out of the fit), fitted levels, change points."""
@@ -108,7 +115,7 @@ def time_figure(cell: str, found: Sequence[SeriesChanges], axis: Axis) -> Figure
         axes.yaxis.set_minor_formatter(NullFormatter())
     axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: seconds(value)))
     axes.set_ylabel("median time per call", fontsize=8)
-    axes.set_title(f"{cell}: time by commit (median, 95% interval)", fontsize=10)
+    axes.set_title(f"{cell}: time by commit (median, {_interval(found)})", fontsize=10)
     axis.draw(axes)
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="series")
     return figure

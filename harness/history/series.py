@@ -21,6 +21,7 @@ import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..api import InputError
 from .entry import CellPoint, Commit, Entry, Machine, Setup
 from .store import History
 
@@ -66,7 +67,9 @@ def _timestamp(text: str | None) -> float | None:
 
 def order_commits(entries: Iterable[Entry]) -> tuple[Commit, ...]:
     """Every commit of the entries once, parents before children where both are stored,
-    else oldest first (author date, else the first time it was measured, then sha)."""
+    else oldest first (author date, else the first time it was measured, then sha).
+    Commits whose stored parent links form a cycle (no git history does; an edited
+    entry may) come last, oldest first."""
     commits: dict[str, Commit] = {}
     when: dict[str, float] = {}
     for entry in entries:
@@ -91,7 +94,9 @@ def order_commits(entries: Iterable[Entry]) -> tuple[Commit, ...]:
             waiting[child] -= 1
             if waiting[child] == 0:
                 heapq.heappush(ready, (when[child], child))
-    return tuple(ordered)
+    placed = {commit.sha for commit in ordered}
+    cycle = sorted((when[sha], sha) for sha in commits if sha not in placed)  # corrupt links
+    return tuple(ordered) + tuple(commits[sha] for _, sha in cycle)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +157,19 @@ def _names(count: int) -> list[str]:
 
 
 def timeline(history: History, branches: Sequence[str] = ()) -> Timeline:
-    """The series of every cell (``branches``: only these branches' entries)."""
+    """The series of every cell (``branches``: only these branches' entries).
+
+    Raises:
+        InputError: a branch of ``branches`` has no run in the history (naming those it
+            has).
+    """
+    known = sorted({e.branch for e in history.entries if e.branch is not None})
+    unknown = [branch for branch in branches if branch not in known]
+    if unknown:
+        raise InputError(
+            f"--branch {unknown[0]!r}: no run of the history is on this branch; its "
+            f"branches: {', '.join(known) or 'none'}"
+        )
     entries = [e for e in history.entries if not branches or e.branch in branches]
     commits = order_commits(entries)
     position = {commit.sha: index for index, commit in enumerate(commits)}

@@ -3,11 +3,14 @@
 A history directory (default ``results/history/``) holds one entry
 (`scanbench.history.entry`) per run added with ``scanbench history add``. An entry's file
 name is ``<commit sha, 12>-<run id, 16>.json``, the run id being the SHA-256 of the run's
-canonical JSON: adding the same run again finds its file and writes nothing. A new file is
-written beside its final name and linked into place (``link(2)`` fails when the name
-exists), so nothing stored is ever replaced, and a crash leaves at most a hidden temporary
-file. Plain files only: the directory can live on a branch or travel between CI jobs as an
-artefact, and two jobs adding to copies of it merge by copying files.
+canonical JSON: adding the same run again finds its entry and writes nothing (its
+machine and branch stay as first added). A new file is written beside its final name and
+linked into place (``link(2)`` fails when the name exists), so nothing stored is ever
+replaced, and a crash leaves at most a hidden temporary file. A name taken by anything but
+this run's entry (another file, a truncated one, a link, a FIFO) is left as it is and the
+run is skipped with the reason. Plain files only (entries are read without following a
+link or waiting on a FIFO): the directory can live on a branch or travel between CI jobs
+as an artefact, and two jobs adding to copies of it merge by copying files.
 
 A run measured on a tree with uncommitted changes is not history (its commit is not what
 ran); a results file that cannot be read, or a file in the directory that is not an entry,
@@ -22,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -227,6 +231,69 @@ def write_new(path: Path, data: Any) -> bool:
         Path(tmp).unlink(missing_ok=True)
 
 
+KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_regular(mode: int) -> str | None:
+    """Why a file of this mode is not read (``not a regular file (a FIFO)``), or None."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in KINDS if test(mode)), "of an unknown kind")
+    return f"not a regular file ({kind})"
+
+
+def read_entry(path: str | os.PathLike[str]) -> Entry:
+    """The entry stored at ``path``, read without following a symbolic link or waiting on
+    a FIFO (``O_NOFOLLOW | O_NONBLOCK``, regular files only).
+
+    Raises:
+        StoreError: why the file is not an entry.
+    """
+    try:
+        why = not_regular(os.lstat(path).st_mode)
+        if why:
+            raise StoreError(why)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            why = not_regular(os.fstat(handle.fileno()).st_mode)  # replaced meanwhile
+            if why:
+                raise StoreError(why)
+            data = json.loads(handle.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise StoreError(_reason(error)) from None
+    return Entry.from_json(data)
+
+
+def _entry_of_file(path: str, machine: str | None, branch: str | None) -> Entry:
+    """`entry_of` a results file, checked to read back as it is written.
+
+    Raises:
+        StoreError: the file is not a regular file (a FIFO would block the read), not a
+            run, not history, or its entry would not read back.
+    """
+    try:
+        why = not_regular(os.stat(path).st_mode)
+    except OSError:
+        why = None  # `load_run` says why it cannot be read
+    if why:
+        raise StoreError(why)
+    entry = entry_of(load_run(path), Path(path).name, machine, branch)
+    try:
+        Entry.from_json(json.loads(json.dumps(entry.to_json(), allow_nan=False)))
+    except ValueError:  # json refuses NaN and infinity
+        raise StoreError("a stored number is not finite") from None
+    except StoreError as error:
+        raise StoreError(f"its entry would not read back: {error}") from None
+    return entry
+
+
 def add(
     paths: Sequence[str | os.PathLike[str]],
     directory: str | os.PathLike[str],
@@ -234,7 +301,10 @@ def add(
     branch: str | None = None,
 ) -> list[Added]:
     """Add each results file to the history (see the module doc); a file that cannot be
-    read or is not history (no commit, a dirty tree) is skipped with the reason."""
+    read or is not history (no commit, a dirty tree) is skipped with the reason, and so
+    is a run whose entry's name is taken by anything but that run's entry (never
+    replaced). A run already stored is `Outcome.PRESENT` with the stored entry (its
+    machine and branch as first added: ``machine`` and ``branch`` do not rename it)."""
     root = Path(directory)
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -247,7 +317,7 @@ def add(
     done = []
     for path in map(str, paths):
         try:
-            entry = entry_of(load_run(path), Path(path).name, machine, branch)
+            entry = _entry_of_file(path, machine, branch)
         except StoreError as error:
             reason = str(error).removeprefix(f"{path}: ")
             done.append(Added(path, Outcome.SKIPPED, reason))
@@ -258,10 +328,19 @@ def add(
         except OSError as error:
             done.append(Added(path, Outcome.SKIPPED, f"cannot write {target} ({error})"))
             continue
-        except ValueError:  # json refuses NaN and infinity
-            done.append(Added(path, Outcome.SKIPPED, "a stored number is not finite"))
+        if written:
+            done.append(Added(path, Outcome.ADDED, str(target), entry))
             continue
-        done.append(Added(path, Outcome.ADDED if written else Outcome.PRESENT, str(target), entry))
+        try:
+            stored = read_entry(target)
+            why = "" if stored.run_id == entry.run_id else f"it holds run {stored.run_id[:16]}"
+        except StoreError as error:
+            why = str(error)
+        if why:
+            reason = f"{target} exists and is not this run's entry ({why}); left as it is"
+            done.append(Added(path, Outcome.SKIPPED, reason))
+        else:
+            done.append(Added(path, Outcome.PRESENT, str(target), stored))
     return done
 
 
@@ -275,15 +354,17 @@ class History:
 
 def load(directory: str | os.PathLike[str]) -> History:
     """Read every entry of a history directory (hidden files, such as an interrupted
-    write's temporary file, are ignored; any other file that is not an entry is named in
-    ``skipped`` with the reason). Two entries of one run (copied under another name) count
-    once.
+    write's temporary file, are ignored; any other file that is not an entry, including
+    a symbolic link or a FIFO, is named in ``skipped`` with the reason). Two entries of
+    one run (copied under another name) count once.
 
     Raises:
-        StoreError: the directory does not exist.
+        StoreError: the directory does not exist, or is not a directory.
     """
     root = Path(directory)
     if not root.is_dir():
+        if root.exists():
+            raise StoreError(f"--history {root}: not a directory; give the history directory")
         raise StoreError(
             f"--history {root}: no such directory; add runs with `scanbench history add "
             f"RESULTS --history {root}`"
@@ -293,13 +374,13 @@ def load(directory: str | os.PathLike[str]) -> History:
     for path in sorted(root.iterdir()):
         if path.name.startswith("."):
             continue
-        if path.suffix != ".json" or not path.is_file():
+        if path.suffix != ".json":
             skipped.append((str(path), "not a history entry (not a .json file)"))
             continue
         try:
-            entry = Entry.from_json(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, StoreError) as error:
-            skipped.append((str(path), _reason(error)))
+            entry = read_entry(path)
+        except StoreError as error:
+            skipped.append((str(path), str(error)))
             continue
         entries.setdefault(entry.run_id, entry)
     return History(tuple(entries.values()), tuple(skipped))

@@ -14,14 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .changes import MIN_POINTS, CountChange, SeriesChanges, TimeChange
-from .entry import Commit
+from .entry import CellPoint, Commit
 from .series import Line, Timeline, commit_url
 
 MARKDOWN_ROWS = 200  # a job summary is cut at 1 MiB: the rest of the rows are counted
 
 
 def seconds(value: float) -> str:
-    """A time with three significant digits and its unit."""
+    """A time with three significant digits and its unit (rounded first: 999.6 us is
+    ``1 ms``)."""
+    value = float(f"{value:.3g}")
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {unit}"
@@ -44,6 +46,7 @@ class Row:
     time: TimeChange | None = None
     count: CountChange | None = None
     source: str = ""  # the cell's scenario source, for the bisect command
+    point: CellPoint | None = None  # the cell as last measured in the series
 
     @property
     def adjacent(self) -> bool:
@@ -57,13 +60,12 @@ def rows(timeline: Timeline, detected: Mapping[str, Sequence[SeriesChanges]]) ->
     out = []
     for cell, all_series in detected.items():
         for found in all_series:
-            line, source = found.series.line, found.series.points[-1].cell.source
+            line, point = found.series.line, found.series.points[-1].cell
             for change in (*found.counts, *found.times.changes):
                 before, after = timeline.commits[change.previous], timeline.commits[change.position]
                 kind = "count" if isinstance(change, CountChange) else "time"
-                out.append(
-                    Row(after, before, change.position, cell, line, source=source, **{kind: change})
-                )
+                found_change = {kind: change, "source": point.source, "point": point}
+                out.append(Row(after, before, change.position, cell, line, **found_change))
     return sorted(out, key=lambda r: (-r.position, r.time is not None, r.cell, r.line.name))
 
 
@@ -104,10 +106,16 @@ def where(row: Row, root: Path | None = None) -> str:
         return ""
     scenario, backend, size = row.cell.split("/")[:3]
     cell = f"{scenario_argument(scenario, row.source, root)}/{backend.split('[')[0]}/{size}"
-    return (
+    point = row.point
+    dtype = f" --dtype {point.dtype}" if point is not None else ""
+    text = (
         f"first seen here; the previous measured commit is {row.previous.short}: "
-        f"`scanbench bisect {row.previous.short} {row.commit.short} --cell {cell}` finds it"
+        f"`scanbench bisect {row.previous.short} {row.commit.short} --cell {cell}{dtype}` "
+        "finds it"
     )
+    if point is not None and (point.params or point.devices is not None or point.seed):
+        text += " (it measures the backend's default parameters, devices and seed 0)"
+    return text
 
 
 def not_enough(detected: Mapping[str, Sequence[SeriesChanges]]) -> list[tuple[str, Line, str]]:
