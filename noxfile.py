@@ -1,4 +1,4 @@
-"""nox sessions: tests, bench, report, gate, lint.
+"""nox sessions: tests, bench, growth, report, gate, lint.
 
 No Python version is pinned: sessions use the interpreter nox runs with (``python3``).
 Virtualenvs are made with uv when nox finds it (``nox[uv]``), else with virtualenv and pip.
@@ -94,6 +94,48 @@ def bench(session: nox.Session) -> None:
     session.run("scanbench", "history", "add", out, success_codes=[0, 1])
     session.log(f"results: {out}\nmarkdown report: {md}\nHTML report: {html}")
     _summary(session, md)
+
+
+# The two questions this project started from, as grown runs (`scanbench run --grow`,
+# docs/growth.md), each within minutes on two cores: the other axes at their smoke values.
+GROWTH_CASES = {
+    # MPPI autotuning: a Python loop over the population vs one vmapped evaluation per
+    # generation vs the whole ask-evaluate-tell loop in lax.scan (K = 32, T = 10, G = 2)
+    "mppi-population": [
+        *("--scenario", "mppi_tuning", "--size", "smoke", "--grow", "population=2..64:x2"),
+        *("--backend", "sequential", "--backend", "vmapped", "--backend", "scanned"),
+    ],
+    # TDMA (JAX issue #2491): the loop over columns vs vmap vs a time-major lax.scan, over
+    # the number of systems and their size, from 1000 systems of 100 rows
+    "tridiagonal-batch-n": [
+        *("--scenario", "tridiagonal", "--size", "smoke"),
+        *("--grow", "batch=10..100000:x10", "--grow", "n=10..10000:x10"),
+        *("--backend", "sequential-jax", "--backend", "vmapped"),
+        *("--backend", "scanned-time-major"),
+    ],
+}
+GROWTH_SETTINGS = ["--grow-budget", "0.3", "--max-time", "1", "--quiet"]
+
+
+@nox.session
+def growth(session: nox.Session) -> None:
+    """How the cost grows with the work, on this machine: the MPPI population and the
+    TDMA batch and system size (`GROWTH_CASES`), fitted, with their crossovers measured.
+
+    Writes results/growth-<case>-<time>.json and its reports (.md, .html) per case; the
+    markdown's Growth sections name the crossovers found. Extra arguments go to every
+    `scanbench run` (e.g. `-- --no-probes`).
+    """
+    _install(session, "-e", ".")
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for case, args in GROWTH_CASES.items():
+        out, md, html = (f"results/growth-{case}-{stamp}.{ext}" for ext in ("json", "md", "html"))
+        session.run(
+            "scanbench", "run", *args, *GROWTH_SETTINGS, *session.posargs,
+            "--out", out, "--md", md, "--html", html,
+        )  # fmt: skip
+        session.log(f"{case}: {out}, {md}, {html}")
+        _summary(session, md)
 
 
 @nox.session

@@ -27,7 +27,7 @@ if __name__ != "scanbench":  # e.g. `import harness` with a checkout of scanbenc
         "(e.g. `import scanbench` or `from scanbench import Scenario`)"
     )
 
-from .api import DTYPES, Backend, Param, Record, Scenario, Size, Status, Strategy
+from .api import DTYPES, Axis, Backend, Param, Record, Scenario, Size, Status, Strategy
 from .counts import Counts
 from .errors import HarnessError, InputError, MismatchError, StoreError, UnknownNameError
 
@@ -52,6 +52,7 @@ _SUBMODULES = {"placement": ".sharding.placement"}
 
 __all__ = [
     "DTYPES",
+    "Axis",
     "Backend",
     "Compiled",
     "Counts",

@@ -34,6 +34,7 @@ from .errors import (
 
 __all__ = [
     "DTYPES",
+    "Axis",
     "Backend",
     "Counts",
     "HarnessError",
@@ -137,6 +138,67 @@ def param_suffix(params: Mapping[str, Any]) -> str:
     return "[" + ",".join(f"{name}={value}" for name, value in sorted(params.items())) + "]"
 
 
+GROWN = "@"  # a grown size's name: BASE@AXIS=VALUE (`grown_size_name`)
+
+
+def grown_size_name(base: str, axis: str, value: int) -> str:
+    """The name of size ``base`` with axis ``axis`` set to ``value``: ``default@population=8``
+    (`Scenario.size` resolves it; see `Axis`)."""
+    return f"{base}{GROWN}{axis}={value}"
+
+
+def grown_parts(name: str) -> tuple[str, str, int] | None:
+    """``(base, axis, value)`` of a grown size's name (`grown_size_name`); None for any
+    other name."""
+    base, at, rest = name.partition(GROWN)
+    axis, equals, value = rest.partition("=")
+    if not (at and equals and base and axis) or not value.isdigit():
+        return None
+    return base, axis, int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """A direction in which a scenario's work grows: one integer size parameter.
+
+    ``scanbench run --grow AXIS=START..STOP`` measures every backend at sizes derived from
+    the base size (``--size``) with this parameter changed; the size derived at value v is
+    named ``BASE@AXIS=v`` (`grown_size_name`) and can be given to ``--size`` like any other.
+
+    Attributes:
+        param: the size parameter it changes (an int >= ``minimum`` in every size).
+        unit: what one unit of it is, for "cost per unit" (``candidates``, ``systems``).
+        description: one line for the reports.
+        minimum: the smallest value a size may take along it.
+        derive: optional ``derive(base, value) -> params``: the parameters of the size
+            derived from ``base`` at ``value``, when more than the one parameter must change
+            with it; default: ``base``'s parameters with ``param`` set to ``value``.
+
+    Example:
+        ``axes={"population": Axis("population", "candidates", "P, per generation")}``
+    """
+
+    param: str
+    unit: str
+    description: str = ""
+    minimum: int = 1
+    derive: Callable[[Size, int], Mapping[str, Any]] | None = None
+
+    def params(self, base: Size, value: int) -> dict[str, Any]:
+        """The parameters of the size derived from ``base`` at ``value`` (checked)."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
+            raise InputError(f"axis {self.param!r} takes integers >= {self.minimum}, got {value!r}")
+        if self.derive is None:
+            return {**base.params, self.param: value}
+        derived = dict(self.derive(base, value))
+        if derived.get(self.param) != value:
+            raise InputError(
+                f"axis {self.param!r}: derive(base, {value}) must set {self.param} = {value}, "
+                f"got {derived.get(self.param)!r}"
+            )
+        return derived
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     """One way to compute a scenario's answer.
@@ -226,7 +288,11 @@ class Backend:
             )
 
     def runs_at(self, size_name: str) -> bool:
-        return self.sizes is None or size_name in self.sizes
+        """Whether it runs at that size (a grown size: at its base size, see `Axis`)."""
+        if self.sizes is None or size_name in self.sizes:
+            return True
+        grown = grown_parts(size_name)
+        return grown is not None and grown[0] in self.sizes
 
     def defaults(self) -> dict[str, Any]:
         """Each parameter's default value."""
@@ -271,6 +337,9 @@ class Scenario:
             (`scanbench.probes.extrapolation`); a count that is not linear gets no number.
         baseline: the backend that reports give speedups against; default: the backend
             named ``sequential``, else the first backend whose strategy is ``sequential``.
+        axes: the directions its work grows in, name -> `Axis` (TDMA: ``batch``, ``n``):
+            ``scanbench run --grow NAME=START..STOP`` sweeps one, and `size` resolves the
+            grown sizes' names (``default@batch=4000``).
     """
 
     name: str
@@ -286,8 +355,13 @@ class Scenario:
     describe_output: Callable[[Any], Mapping[str, Any]] | None = None
     count_along: str | None = None
     baseline: str | None = None
+    axes: Mapping[str, Axis] = dataclasses.field(default_factory=dict)
+    _grown: dict[str, Size] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )  # the grown sizes resolved so far: one object per name, as for the named sizes
 
     def __post_init__(self) -> None:
+        self._check_axes()
         for required in ("smoke", "default"):
             if required not in self.sizes:
                 raise InputError(f"scenario {self.name!r} must define a {required!r} size")
@@ -318,10 +392,42 @@ class Scenario:
         sequential = [b.name for b in self.backends.values() if b.strategy == "sequential"]
         return sequential[0] if sequential else None
 
+    def _check_axes(self) -> None:
+        for name, axis in self.axes.items():
+            if not isinstance(axis, Axis):
+                raise InputError(f"scenario {self.name!r}: axes[{name!r}] must be an Axis")
+            if not name.isidentifier():
+                raise InputError(f"scenario {self.name!r}: axis name {name!r} must be a word")
+            for size in self.sizes.values():
+                value = size.params.get(axis.param)
+                if not isinstance(value, int) or isinstance(value, bool) or value < axis.minimum:
+                    raise InputError(
+                        f"scenario {self.name!r}: axis {name!r} must name an integer size "
+                        f"parameter >= {axis.minimum}; size {size.name!r} has "
+                        f"{axis.param}={value!r}"
+                    )
+
+    def axis(self, name: str) -> Axis:
+        if name not in self.axes:
+            raise UnknownNameError(
+                "axis", name, list(self.axes) or ["(none declared)"], f"scenario {self.name!r}"
+            )
+        return self.axes[name]
+
     def size(self, name: str) -> Size:
-        if name not in self.sizes:
+        """A named size, or a grown one (``BASE@AXIS=VALUE``, see `Axis`)."""
+        if name in self.sizes:
+            return self.sizes[name]
+        grown = grown_parts(name)
+        if grown is None:
             raise UnknownNameError("size", name, list(self.sizes), f"scenario {self.name!r}")
-        return self.sizes[name]
+        if name not in self._grown:
+            base_name, axis_name, value = grown
+            base, axis = self.size(base_name), self.axis(axis_name)
+            params = axis.params(base, value)
+            description = f"{base.name} with {axis_name} = {value}"
+            self._grown[name] = Size(name, params, description)
+        return self._grown[name]
 
     def backend(self, name: str) -> Backend:
         if name not in self.backends:

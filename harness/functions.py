@@ -27,13 +27,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .api import (
+    Axis,
     Backend,
     InputError,
     MismatchError,
@@ -49,9 +50,14 @@ from .execution.cells import Cell
 from .execution.launcher import decomposed, run_cell_in_worker, with_stats
 from .execution.worker import Target, measure
 from .factories import loop_backend
+from .growth.analysis import SweepAnalysis
+from .growth.in_process import sweep_functions
+from .growth.points import Sweep
+from .growth.sweep import DEFAULT_BUDGET_S, DONE, GROWTH, Growth
 from .import_path import with_import_root
 from .probes.overheads import measure_all
 from .reports.frame import MIN_SAMPLES, NOT_JITTED, records_frame
+from .reports.growth import growth_sections
 from .reports.written import write_reports
 from .sources import write_pickled
 from .store import Run, ScenarioFacts
@@ -329,12 +335,14 @@ def _environment(probes: bool) -> dict[str, Any]:
     return environment
 
 
-def _measure_here(scenario: Scenario, key: str, timing: TimingConfig, probes: bool) -> Record:
+def _measure_here(
+    scenario: Scenario, key: str, timing: TimingConfig, probes: bool, size: str = "default"
+) -> Record:
 
     return measure(
         scenario,
         scenario.backend(key),
-        scenario.size("default"),
+        scenario.size(size),
         Target(_dtype()),
         timing,
         probes=probes,
@@ -343,11 +351,17 @@ def _measure_here(scenario: Scenario, key: str, timing: TimingConfig, probes: bo
 
 
 def _measure_isolated(
-    source: str, scenario: Scenario, key: str, timing: TimingConfig, probes: bool, timeout_s: float
+    source: str,
+    scenario: Scenario,
+    key: str,
+    timing: TimingConfig,
+    probes: bool,
+    timeout_s: float,
+    size: str = "default",
 ) -> Record:
     """``key`` measured in a fresh worker process, exactly as a `scanbench run` cell is:
     the cell's scenario source is the pickled scenario (`scanbench.sources.write_pickled`)."""
-    cell = Cell(scenario.name, key, "default", _dtype(), 0, source)
+    cell = Cell(scenario.name, key, size, _dtype(), 0, source)
     environ = with_import_root(os.environ, os.getcwd())  # as `python -m` would from here
     return run_cell_in_worker(cell, timing, timeout_s, probes, environ=environ)
 
@@ -368,6 +382,9 @@ def compare(
     setup: Callable[[], Any] | Mapping[str, Callable[[], Any]] | None = None,
     check: bool = True,
     min_samples: int | None = None,
+    grow: Mapping[str, Sequence[int] | Mapping[int, Any]] | None = None,
+    args_for: Callable[[int], Any] | None = None,
+    grow_budget_s: float = DEFAULT_BUDGET_S,
 ):
     """Time, check, count and diagnose each function on ``args`` (see the module doc).
 
@@ -390,22 +407,38 @@ def compare(
             reports say "unchecked".
         min_samples: at least this many timed calls whatever the time budget (a call of
             seconds is otherwise timed once, with no interval).
+        grow: how the cost grows: ``{axis: [values]}`` with ``args_for(value)`` giving
+            each point's arguments (a tuple, or one argument), or ``{axis: {value:
+            arguments}}``; instead of ``args``. Each function is measured at each value
+            (integers >= 1), its time fitted as fixed + per unit x value^k, and where two
+            functions' fits cross, measured once more there (with ``args_for``: at any
+            value; with a dict: at the values it has). See `compare_grown`.
+        args_for: with ``grow={axis: [values]}``: value -> that point's arguments.
+        grow_budget_s: with ``grow``: a point where one call of a function is predicted,
+            from its points before, to take longer than this is skipped (and listed).
 
     Returns:
         A `pandas.DataFrame` indexed by function name (`COLUMNS`; times in seconds,
         shares in percent); ``attrs``: ``run`` (write it with `report`), ``isolation``,
-        ``tolerance``.
+        ``tolerance``. With ``grow``: the fitted costs instead (`compare_grown`).
     """
     reference = reference or next(iter(functions), "")
     tolerance = Tolerance(rtol, atol)
-    scenario = scenario_of(
-        functions, args, reference, strategies, tolerance, work, name, setup, check
-    )
     timing = timing or TimingConfig()
     if min_samples is not None:
         timing = dataclasses.replace(
             timing, min_samples=min_samples, max_count=max(timing.max_count, min_samples)
         )
+    if grow is not None or args_for is not None:
+        if args:
+            raise InputError("compare(grow=...) takes each point's arguments from grow; drop args")
+        points = grow_points(grow, args_for)
+        options = {"strategies": strategies, "tolerance": tolerance, "work": work, "name": name}
+        options.update(setup=setup, check=check, timing=timing, probes=probes, isolate=isolate)
+        return compare_grown(functions, points, reference, grow_budget_s, timeout_s, **options)
+    scenario = scenario_of(
+        functions, args, reference, strategies, tolerance, work, name, setup, check
+    )
     environment = _environment(probes)
     records = []
     with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
@@ -511,3 +544,201 @@ def report(result: Any, md: str | None = None, html: str | None = None) -> str:
     if run is None:
         raise InputError("report() takes the DataFrame that compare() returned")
     return write_reports([run], (), md, html)
+
+
+@dataclasses.dataclass(frozen=True)
+class GrowPoints:
+    """``compare(grow=...)``'s points: the axis, its values, each value's arguments."""
+
+    axis: str
+    values: tuple[int, ...]
+    arguments: Callable[[int], tuple]
+    confirmable: Callable[[int], bool]  # whether arguments can be made at another value
+
+
+def grow_points(
+    grow: Mapping[str, Sequence[int] | Mapping[int, Any]] | None,
+    args_for: Callable[[int], Any] | None,
+) -> GrowPoints:
+    """``grow`` and ``args_for`` checked (`InputError` naming what is wrong and the forms)."""
+    forms = "grow={'n': [10, 100, 1000]} with args_for=lambda n: (...), or {'n': {10: args}}"
+    if not isinstance(grow, Mapping) or len(grow) != 1:
+        raise InputError(f"grow must name one axis and its values: {forms}")
+    ((axis, points),) = grow.items()
+    if not (isinstance(axis, str) and axis.isidentifier()):
+        raise InputError(f"grow: the axis must be a name (a word), got {axis!r}")
+    given = dict(points) if isinstance(points, Mapping) else None
+    values = list(given if given is not None else points)
+    whole = all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values)
+    if not whole or len(set(values)) < 2:
+        raise InputError(f"grow[{axis!r}]: give 2 or more distinct integers >= 1, got {values!r}")
+    if (given is None) == (args_for is None):
+        raise InputError(f"give either args_for= or each value's arguments: {forms}")
+    made: dict[int, tuple] = {}
+
+    def arguments(value: int) -> tuple:
+        if value not in made:  # made once per value, untimed
+            found = given[value] if given is not None else args_for(value)
+            made[value] = found if isinstance(found, tuple) else (found,)
+        return made[value]
+
+    confirmable = (lambda value: True) if given is None else (lambda value: value in given)
+    return GrowPoints(axis, tuple(sorted(set(values))), arguments, confirmable)
+
+
+def _grown_scenario(
+    functions: Mapping[str, Callable[..., Any]], points: GrowPoints, reference: str, **options
+) -> Scenario:
+    """The in-memory scenario of `scenario_of`, with one axis: each size's arguments are
+    its point's (``work``: per call, a mapping or a callable of the value; default
+    ``{axis: value}``)."""
+    axis, first = points.axis, points.values[0]
+    work = options.pop("work")
+    if callable(work):
+        units = work
+    else:
+        units = (lambda value: dict(work)) if work else (lambda value: {axis: float(value)})
+    scenario = scenario_of(
+        functions, points.arguments(first), reference, work=units(first), **options
+    )
+    size = Size("default", {axis: first}, f"the first point, {axis} = {first}")
+    return dataclasses.replace(
+        scenario,
+        description=f"{len(functions)} functions along {axis} = {first}..{points.values[-1]}",
+        sizes={"smoke": size, "default": size},
+        make_inputs=lambda size, seed, dtype: points.arguments(size[axis]),
+        work=lambda size, dtype: units(size[axis]),
+        axes={axis: Axis(axis, axis, "grown by compare(grow=...)")},
+    )
+
+
+def compare_grown(
+    functions: Mapping[str, Callable[..., Any]],
+    points: GrowPoints,
+    reference: str,
+    budget_s: float,
+    timeout_s: float,
+    timing: TimingConfig,
+    probes: bool,
+    isolate: bool,
+    **options,
+):
+    """`compare` along an axis (``grow=``): every function at every point, fitted, its
+    crossovers measured; the same analysis as ``scanbench run --grow``
+    (`scanbench.growth`).
+
+    Returns:
+        A `pandas.DataFrame` indexed by function name: ``fixed_s``, ``per_unit_s``,
+        ``exponent`` (and each one's ``_low``/``_high`` 95% bounds), ``rms`` (of the
+        relative residuals), ``points`` fitted, ``skipped``, and each count per call that
+        is an exact line as ``<count>_fixed`` and ``<count>_per_unit``. ``attrs``:
+        ``run`` (write it with `report`: the growth section, its plot), ``points`` (one
+        row per function and value: median, interval, status), ``crossovers`` and
+        ``trends`` (sentences), ``growth`` (the analysis), ``isolation``, ``tolerance``.
+    """
+    if not (isinstance(budget_s, int | float) and budget_s > 0):
+        raise InputError(f"grow_budget_s must be a number of seconds > 0, got {budget_s!r}")
+    scenario = _grown_scenario(functions, points, reference, **options)
+    environment = _environment(probes)
+    sweep = Sweep(
+        scenario=scenario.name,
+        source=f"<in-memory: {scenario.name}>",
+        axis=points.axis,
+        param=points.axis,
+        unit=points.axis,
+        base="default",
+        base_value=points.values[0],
+        values=points.values,
+        dtype=_dtype(),
+    )
+    with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
+        if isolate:
+            source = f"{write_pickled({'SCENARIO': scenario}, Path(tmp, 'scenario.pkl'))}:SCENARIO"
+
+        def measure_one(key: str, size: str) -> Record:
+            if isolate:
+                record = _measure_isolated(source, scenario, key, timing, probes, timeout_s, size)
+            else:
+                record = _measure_here(scenario, key, timing, probes, size)
+            return decomposed(with_stats(record, timing.confidence), environment)
+
+        records, analysis = sweep_functions(
+            scenario, sweep, measure_one, budget_s, points.confirmable, timing.confidence
+        )
+    tolerance = options.get("tolerance") or Tolerance()
+    facts = ScenarioFacts(sweep.source, scenario.throughput_unit, reference, scenario.description)
+    growth = Growth((sweep,), budget_s, DONE, (analysis.to_json(),))
+    invocation = {
+        "api": "scanbench.functions.compare",
+        "isolation": ISOLATION[isolate],
+        "tolerance": tolerance.describe(),
+        "timing": dataclasses.asdict(timing),
+        "scenarios": {scenario.name: facts.to_json()},
+        GROWTH: growth.to_json(),
+    }
+    run = Run(environment, invocation, tuple(records))
+    (section,) = growth_sections([run])
+    table = fits_frame(analysis)
+    table.attrs.update(
+        run=run,
+        points=points_frame(analysis),
+        crossovers=list(section.crossovers),
+        trends=list(section.trends),
+        growth=analysis,
+        isolation=ISOLATION[isolate],
+        tolerance=tolerance.describe(),
+    )
+    return table
+
+
+def fits_frame(analysis: SweepAnalysis):
+    """One row per function: its fitted costs and exact count lines (`compare_grown`)."""
+    import pandas as pd
+
+    rows = {}
+    for line in analysis.lines:
+        row: dict[str, Any] = {"points": 0, "skipped": sum(p.status != "ok" for p in line.points)}
+        fit = line.fit
+        if fit is not None:
+            row.update(
+                fixed_s=fit.fixed_s,
+                fixed_low_s=fit.fixed_interval[0],
+                fixed_high_s=fit.fixed_interval[1],
+                per_unit_s=fit.per_unit_s,
+                per_unit_low_s=fit.per_unit_interval[0],
+                per_unit_high_s=fit.per_unit_interval[1],
+                exponent=fit.exponent,
+                exponent_fitted=fit.exponent_fitted,
+                rms=fit.rms,
+                points=fit.points,
+            )
+        for count in line.counts:
+            if count.linear:
+                row[f"{count.name}_fixed"] = count.fixed
+                row[f"{count.name}_per_unit"] = count.per_unit
+        rows[line.label] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "function"
+    return frame
+
+
+def points_frame(analysis: SweepAnalysis):
+    """One row per function and point: the value, status, median and its interval."""
+    import pandas as pd
+
+    axis = analysis.sweep.axis
+    rows = [
+        {
+            "function": line.label,
+            axis: point.units,
+            "status": point.status,
+            "median_s": point.median_s,
+            "ci_low_s": point.low_s,
+            "ci_high_s": point.high_s,
+            "added": point.added,
+            "note": point.note,
+        }
+        for line in analysis.lines
+        for point in line.points
+    ]
+    return pd.DataFrame(rows)

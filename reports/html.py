@@ -16,6 +16,7 @@ import re
 import pandas as pd
 
 from . import plots
+from .growth import GrowthSection
 from .model import Report, Table
 
 STYLE = """
@@ -80,6 +81,20 @@ def _section(table: Table) -> list[str]:
     return out
 
 
+def _growth(section: GrowthSection) -> list[str]:
+    """A sweep: its plot, fitted costs, crossovers, trends, the user's size, skipped points."""
+    out = [f"<h2>Growth: {_esc(section.title)}</h2>"]
+    out += _figure(section.plot())
+    if not section.fits.empty:
+        out += ["<p>Fitted time per call = fixed + per unit x units^k (95% intervals):</p>"]
+        out.append(_table(section.fits))
+    sentences = [*section.crossovers, *section.trends, *([section.own] if section.own else [])]
+    out += _notes(sentences, "note")
+    out += _notes([f"skipped or failed: {text}" for text in section.skipped])
+    out += _notes(section.notes, "note")
+    return out
+
+
 def render(report: Report) -> str:
     """The HTML page of ``report`` (see the module docstring for its sections)."""
     out = [
@@ -105,6 +120,8 @@ def render(report: Report) -> str:
             out += _figure(plots.devices_side_by_side(rows, f"{scenario} / {size} / {dtype}"))
         for table in scenario_tables:
             out += _section(table)
+    for section in report.growth:
+        out += _growth(section)
     for scaling in report.scaling:
         out += [f"<h2>Scaling: {_esc(scaling.title)}</h2>", _table(scaling.table)]
         out += _figure(plots.scaling(scaling.rows, scaling.title))

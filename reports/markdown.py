@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .growth import GrowthSection
 from .model import Report
 
 
@@ -14,6 +15,19 @@ def _bold_head(note: str) -> str:
     """``- **backend**: the rest`` of a note that starts with the backend's name."""
     head, _, rest = note.partition(":")
     return f"- **{head}**:{rest}"
+
+
+def _growth(section: GrowthSection) -> list[str]:
+    """A sweep: its fitted costs, crossovers, trends, the user's size, what was skipped."""
+    out = [f"## Growth: {section.title}", ""]
+    if not section.fits.empty:
+        out += ["Fitted time per call = fixed + per unit x units^k (95% intervals):", ""]
+        out += [_markdown(section.fits), ""]
+    out += [f"- {text}" for text in (*section.crossovers, *section.trends)]
+    out += [f"- {section.own}"] if section.own else []
+    out += [f"- skipped or failed: {text}" for text in section.skipped]
+    out += [f"- {note}" for note in section.notes]
+    return [*out, ""]
 
 
 def render(report: Report) -> str:
@@ -44,6 +58,8 @@ def render(report: Report) -> str:
             out += [""] if table.memory_notes else []
         out += [f"- **{backend}** {status}: {error}" for backend, status, error in table.problems]
         out += [""] if table.problems else []
+    for section in report.growth:
+        out += _growth(section)
     for scaling in report.scaling:
         out += [f"## Scaling: {scaling.title}", "", _markdown(scaling.table), ""]
     if report.run_time is not None:

@@ -17,6 +17,7 @@ import pandas as pd
 from ..store import Run
 from .comparable import Apart, split_comparable
 from .frame import records_frame
+from .growth import GrowthSection, growth_sections, is_grown, own_sentences
 from .scaling import scaling_tables
 from .tables import (
     COLUMN_HELP,
@@ -71,12 +72,13 @@ class Report:
     apart: tuple[Apart, ...]
     environment: tuple[str, ...]
     column_help: str = COLUMN_HELP
+    growth: tuple[GrowthSection, ...] = ()  # the sweeps of grown runs (scanbench.reports.growth)
 
     def scenarios(self) -> list[tuple[str, pd.DataFrame, list[Table]]]:
         """(scenario, its ok rows, its tables), in the order first measured."""
         if self.frame.empty:
             return []
-        ok = self.frame[self.frame["status"] == "ok"]
+        ok = self.frame[(self.frame["status"] == "ok") & ~self.frame["size"].map(is_grown)]
         return [
             (name, ok[ok["scenario"] == name], [t for t in self.tables if t.scenario == name])
             for name in dict.fromkeys(self.frame["scenario"])
@@ -107,12 +109,28 @@ def build(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: bool
     """The report of ``runs``: what can be compared in tables, the rest set apart."""
     frame, not_compared = split_comparable(records_frame(runs), mixed_versions)
     run_time = run_time_table(frame) if not frame.empty else None
+    # a sweep's points are shown by its growth section, not as a table per point
+    sized = frame if frame.empty else frame[~frame["size"].map(is_grown)]
+    growth = tuple(growth_sections(runs))
     return Report(
         frame=frame,
-        glance=at_a_glance(frame),
-        tables=tuple(_table(title, group) for title, group in tables(frame)),
-        scaling=tuple(ScalingTable(*parts) for parts in scaling_tables(frame)),
+        glance=at_a_glance(sized),
+        tables=tuple(_with_growth(_table(t, g), growth) for t, g in tables(sized)),
+        scaling=tuple(ScalingTable(*parts) for parts in scaling_tables(sized)),
         run_time=None if run_time is None or run_time.empty else run_time,
         apart=(*apart, *not_compared),
         environment=tuple(environment_lines(runs)),
+        growth=growth,
     )
+
+
+def _with_growth(table: Table, growth: Sequence[GrowthSection]) -> Table:
+    """The table of a sweep's base size, with what the sweep says about that size."""
+    said = own_sentences(growth)
+    key = (table.scenario, str(table.rows["size"].iloc[0]))
+    found = [
+        ("growth", text)
+        for run in dict.fromkeys(table.rows["run"])
+        for text in said.get((int(run), *key), [])
+    ]
+    return dataclasses.replace(table, diagnoses=(*table.diagnoses, *found)) if found else table

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..api import InputError
 from ..sharding.distributed import distributed_settings
 from ..store import Run, load_run
 from ..timing import TimingConfig
@@ -74,7 +75,31 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "the scenario's count_along, e.g. MPPI generations) also at sizes with 4 or fewer "
         "units; costs compiles at two more sizes per cell",
     )
+    _growth_options(parser)
     return parser
+
+
+def _growth_options(parser: argparse.ArgumentParser) -> None:
+    """How the cost grows with the work (`scanbench.growth`)."""
+    parser.add_argument(
+        "--grow",
+        action="append",
+        default=[],
+        metavar="AXIS=START..STOP[:POINTS|:xF]",
+        help="measure every selected backend along one of the scenario's axes (e.g. "
+        "tridiagonal: batch, n; mppi_tuning: population, samples, horizon, generations), "
+        "from the --size (the base) with AXIS from START to STOP in "
+        "geometric steps: a count (:8) or a factor (:x2, the default); fits each backend's "
+        "time as fixed + per unit x units^k, names where two backends cross and measures "
+        "there to confirm it; repeatable (one sweep per axis)",
+    )
+    parser.add_argument(
+        "--grow-budget",
+        type=positive(float, "--grow-budget"),
+        metavar="S",
+        help="with --grow: skip (and list) the points where one call of a backend is "
+        "predicted, from its points before, to take more than S seconds (default 1)",
+    )
 
 
 def _timing_options(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     from ..execution import runner  # SciPy and the process machinery: not for --help
 
     if args.resume:
-        return finish(runner.resume(Path(args.resume), args.force), Path(args.resume), args)
+        return finish(_resume(Path(args.resume), args.force), Path(args.resume), args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"results/run-{stamp}.json")
     sizes = comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")
@@ -148,23 +173,49 @@ def run(args: argparse.Namespace) -> int:
         max_time_s=args.max_time,
         target_width=args.target_width,
     )
-    plan, invocation = runner.plan(
-        scenarios(args),
-        args.backend,
-        sizes,
-        args.dtype,
-        args.seed,
-        devices,
-        timing,
-        args.timeout,
-        probes=not args.no_probes,
-        count_parts=args.count_parts,
-        params=params(args),
-        overlap=not args.no_overlap,
-        caches=("warm", "cold") if args.cache == "both" else (args.cache,),
-    )
+    options = {
+        "dtype": args.dtype,
+        "seed": args.seed,
+        "devices": devices,
+        "timing": timing,
+        "timeout_s": args.timeout,
+        "probes": not args.no_probes,
+        "count_parts": args.count_parts,
+        "params": params(args),
+        "overlap": not args.no_overlap,
+        "caches": ("warm", "cold") if args.cache == "both" else (args.cache,),
+    }
+    if args.grow or args.grow_budget is not None:
+        return _grow(args, sizes, options, out)
+    plan, invocation = runner.plan(scenarios(args), args.backend, sizes, **options)
     measured = runner.run(plan, invocation, out, [args.md, args.html], args.force)
     return finish(measured, out, args)
+
+
+def _grow(args: argparse.Namespace, sizes: list[str], options: dict, out: Path) -> int:
+    """``--grow``: the sweeps from the one base size (`scanbench.growth.sweep`)."""
+    from ..growth import sweep  # SciPy and the process machinery: not for --help
+    from ..growth.points import parse_grow
+
+    if not args.grow:
+        raise InputError("--grow-budget applies to --grow; name an axis, e.g. --grow n=10..1000")
+    if len(sizes) != 1:
+        raise InputError(
+            f"--grow sweeps from one base size; give --size one name, got {args.size!r}"
+        )
+    specs = [parse_grow(text) for text in args.grow]
+    budget = sweep.DEFAULT_BUDGET_S if args.grow_budget is None else args.grow_budget
+    plan, invocation = sweep.plan(scenarios(args), args.backend, sizes[0], specs, budget, **options)
+    measured = sweep.run(plan, invocation, out, [args.md, args.html], args.force)
+    return finish(measured, out, args)
+
+
+def _resume(out: Path, force: bool) -> Run:
+    """An interrupted run, grown (`scanbench.growth.sweep`) or not, continued."""
+    from ..execution import runner  # SciPy and the process machinery: not for --help
+    from ..growth import sweep
+
+    return sweep.resume(out, force) if sweep.is_grown(out) else runner.resume(out, force)
 
 
 def finish(measured: Run, out: Path, args: argparse.Namespace) -> int:

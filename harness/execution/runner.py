@@ -17,7 +17,7 @@ import dataclasses
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from ..timing import TimingConfig
 from .cells import Cell, select
 from .interrupts import Interrupted, signals_raise
 from .journal import Journal, journal_path, read_journal
-from .launcher import collect_environment, emit, measuring, run_cells
+from .launcher import Measure, collect_environment, emit, measuring, run_cells
 from .overlap import Machine, cells_at_once
 from .reference_cache import run_cache
 
@@ -148,8 +148,11 @@ def execute(
     done: Sequence[Record] = (),
     progress: Progress | None = None,
     show_progress: bool | None = None,
+    wrap: Callable[[Measure], Measure] | None = None,
 ) -> Run:
     """Run the plan's cells not in ``done``; journal and save after every cell.
+    ``wrap(measure)`` may stand in front of each cell's measurement (a grown run's
+    budget, `scanbench.growth.sweep`, returns a skipped record instead of measuring).
 
     Raises:
         Interrupted: on SIGINT/SIGTERM, after stopping the running worker; everything
@@ -181,6 +184,7 @@ def execute(
         measure = measuring(
             plan.timing, plan.timeout_s, dict(environment), plan.probes, plan.count_parts, machine
         )
+        measure = measure if wrap is None else wrap(measure)
         run_cells(todo, measure, show_progress, on_record=save, machine=machine)
     journal_file.unlink(missing_ok=True)  # complete: the results file holds everything
     return Run(environment, invocation, _ordered(plan.cells, records))

@@ -11,7 +11,7 @@ from scanbench import Backend, Scenario
 
 from .cma_loops import library_backend, numba_backend, numba_scalar_backend
 from .jax_loops import scanned_backend, sequential_backend, vmapped_backend
-from .problem import check, make_inputs, reference, sizes, work
+from .problem import AXES, check, make_inputs, reference, sizes, work
 from .roofline import roofline_backend
 from .sharded import sharded_backend
 from .tuning import describe
@@ -69,6 +69,7 @@ def make_scenario(name: str, system: str, description: str) -> Scenario:
         dtypes=("float32",),
         describe_output=describe,
         count_along="generations",
+        axes=AXES,
     )
 
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from scanbench import MismatchError, Size, UnknownNameError, compile_reference
+from scanbench import Axis, MismatchError, Size, UnknownNameError, compile_reference
 
 from .controller import Config
 from .objective import episode_keys, evaluate, generation_key
@@ -83,6 +83,15 @@ def sizes(system: str) -> dict[str, Size]:
             **base,
         ),
     }
+
+
+# the directions the work grows in (`scanbench run --grow population=2..64`)
+AXES = {
+    "population": Axis("population", "candidates", "P: candidates per generation", minimum=2),
+    "samples": Axis("samples", "rollouts", "K: sampled control sequences per command"),
+    "horizon": Axis("horizon", "steps", "T: steps per sampled sequence"),
+    "generations": Axis("generations", "generations", "G: CMA-ES generations per call"),
+}
 
 
 class MppiInputs(NamedTuple):

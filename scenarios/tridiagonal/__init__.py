@@ -18,7 +18,7 @@ from . import (
     sharded,
     vmapped,
 )
-from .problem import SIZES, Diagonals, make_inputs, work
+from .problem import AXES, SIZES, Diagonals, make_inputs, work
 from .reference import check, gtsv_solve, reference
 
 __all__ = ["SCENARIO", "Diagonals"]
@@ -139,4 +139,5 @@ SCENARIO = Scenario(
     backends={backend.name: backend for backend in _BACKENDS},
     throughput_unit="systems",
     baseline="sequential-jax",  # the JAX Python loop: one jitted call per column
+    axes=AXES,
 )

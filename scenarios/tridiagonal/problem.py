@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scanbench import DTYPES, Size, UnknownNameError
+from scanbench import DTYPES, Axis, Size, UnknownNameError
 
 
 class Diagonals(NamedTuple):
@@ -30,6 +30,12 @@ SIZES = {
     "default": Size("default", {"batch": 100_000, "n": 100}, "the size from JAX issue #2491"),
     "long": Size("long", {"batch": 100, "n": 10_000}, "few long systems: long scans"),
     "wide": Size("wide", {"batch": 10_000, "n": 1_000}, "in between"),
+}
+
+# the directions the work grows in (`scanbench run --grow batch=1000..100000`)
+AXES = {
+    "batch": Axis("batch", "systems", "independent systems solved per call"),
+    "n": Axis("n", "rows", "unknowns per system: the length of every sweep", minimum=2),
 }
 
 
