@@ -31,6 +31,7 @@ from .errors import (
     StoreError,
     UnknownNameError,
 )
+from .xla_options import check_declared
 
 __all__ = [
     "DTYPES",
@@ -232,9 +233,12 @@ class Backend:
             instead of the scenario's reference, as strictly (NaN, inf, a finite error).
         xla_flags: XLA flags the backend's worker process starts with (read once, when JAX
             starts: a cell's worker is a fresh process, so they reach only this backend),
-            e.g. a larger XLA:CPU threshold for compiling while loops into one native
-            kernel. In-process paths (pytest-benchmark, the Python API) cannot apply them
-            and say so.
+            e.g. ``("--xla_backend_extra_options=xla_cpu_use_multi_output_fusion",)``.
+            They are merged into the worker's ``XLA_FLAGS`` (`scanbench.xla_options.
+            merge`), checked against the installed jaxlib before the cell runs (a refused
+            or silently ignored flag fails the cell with one line naming it), stored in
+            the record and shown beside the backend in the reports. In-process paths
+            (pytest-benchmark, the Python API) cannot apply them and say so.
         setup: ``setup(prepared)``, run untimed before every call (timed, warm-up,
             checked and counted): restores or rebuilds the state of a stateful function
             (an optimizer that advances on every call), so that each call does the same
@@ -279,6 +283,7 @@ class Backend:
     def __post_init__(self) -> None:
         if bool(self.params) != (self.bind is not None):
             raise InputError(f"backend {self.name!r}: params and bind go together")
+        check_declared(f"backend {self.name!r}", self.xla_flags)
         units = self.reducible_to
         if units is not None and (
             not isinstance(units, int) or isinstance(units, bool) or units < 1
@@ -488,6 +493,8 @@ class Record:
     checked: bool = True  # False: timed without comparing its output (Backend.checked)
     parallel: bool = False  # the backend uses every core (Backend.parallel)
     cache: str = WARM  # "cold": the caches were evicted before every sample (--cache)
+    xla_flags: tuple[str, ...] = ()  # the XLA flags the backend declares (Backend.xla_flags)
+    xla_flags_applied: bool = True  # False: measured in a process that started without them
 
     @property
     def key(self) -> tuple:
@@ -528,4 +535,5 @@ class Record:
             raise StoreError(f"record lacks fields: {', '.join(sorted(missing))}")
         fields = dict(data)
         fields["samples_s"] = tuple(fields.get("samples_s", ()))
+        fields["xla_flags"] = tuple(fields.get("xla_flags", ()))
         return cls(**fields)

@@ -42,6 +42,11 @@ when its evidence is present; a fired rule whose share of the median is at least
   `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share), e.g. the
   forward scan's stacked primes, 2 x n x batch floats. Keep per-step results out of the
   scan's stacked outputs (block the work so they stay small) or transpose outside the call.
+- **far from its limit**: a JAX backend at more than `FAR_FROM_LIMIT` x the scenario's
+  roofline kernel or its memory bound: besides the code, XLA's options decide how it is
+  compiled (the MPPI rollouts run 1.5x faster with XLA:CPU's multi-output fusion); no
+  share, a suggestion: ``scanbench flags`` measures the curated options for the platform
+  against the cell's current ones, in paired blocks.
 - **no dominant overhead**: nothing above reaches `DOMINANT`: the time is the work itself
   (the device and host shares say where it runs).
 """
@@ -63,6 +68,7 @@ MANY_DISPATCHES = 100  # dispatches per call from which their size is looked at
 SMALL_EXECUTION_S = 100e-6  # mean device time per dispatch below which it is small
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
 FASTER_BY = 1.3  # a backend of the same table this much faster is named
+FAR_FROM_LIMIT = 2.0  # a JAX cell this far from its roofline or memory bound: try XLA options
 HOST_ENGINES = ("numpy", "numba", "scipy")  # host code: their host time is the work
 # A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
@@ -89,6 +95,7 @@ class Cost(enum.StrEnum):
     GPU_SYNC = "host syncs on a GPU"
     LAYOUT = "layout"
     TEMPORARIES = "temporaries"
+    FAR = "far from its limit"
     NONE = "no dominant overhead"
 
 
@@ -480,6 +487,32 @@ def _temporaries(facts: Facts) -> Finding | None:
     )
 
 
+def _far_from_limit(facts: Facts) -> Finding | None:
+    """A JAX cell far from the roofline kernel or the memory bound: XLA's options may
+    matter (`scanbench flags` measures them)."""
+    if facts.engine != "jax":
+        return None
+    far = [
+        f"{ratio:.1f}x {what}"
+        for ratio, what in (
+            (facts.x_roofline, "the roofline kernel"),
+            (facts.x_bandwidth, "the memory bound"),
+        )
+        if ratio is not None and ratio == ratio and ratio > FAR_FROM_LIMIT
+    ]
+    if not far:
+        return None
+    return Finding(
+        Cost.FAR,
+        None,
+        " and ".join(far),
+        "besides the code, XLA's options decide how it compiles: `scanbench flags` with "
+        "this cell's --scenario, --backend and --size measures the platform's candidates "
+        "against its current flags",
+        label="far from its limit (try `scanbench flags`)",
+    )
+
+
 RULES = (
     _dispatch,
     _sync,
@@ -490,6 +523,7 @@ RULES = (
     _gpu_launch,
     _layout,
     _temporaries,
+    _far_from_limit,
 )
 
 

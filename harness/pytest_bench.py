@@ -15,6 +15,8 @@ Example (in a test module)::
 from __future__ import annotations
 
 import functools
+import os
+import warnings
 from typing import Any
 
 from .api import MismatchError, Scenario
@@ -22,6 +24,7 @@ from .checks import InputSnapshot, check_again, check_of, checked_error, statefu
 from .environment import device_info
 from .probes.passes import counts_per_call
 from .timing import call_and_wait
+from .xla_options import flags_in_effect
 
 
 def benchmark_backend(
@@ -91,6 +94,16 @@ def benchmark_backend(
         "counts_per_call": counts.per_call(),
         "kernels_by_op": counts.breakdowns()["kernels_by_op"],
         "probe_errors": dict(counts.errors),
+        "xla_flags": list(backend.xla_flags),
+        # a test process starts JAX once, without the flags a backend declares for its worker
+        "xla_flags_applied": flags_in_effect(backend.xla_flags, os.environ.get("XLA_FLAGS", "")),
     }
+    if not info["xla_flags_applied"]:
+        warnings.warn(
+            f"{scenario.name}/{backend.name} declares the XLA flags {' '.join(backend.xla_flags)}, "
+            "which this test process did not start with: timed without them (set XLA_FLAGS "
+            "for the pytest run, or measure it with `scanbench run`)",
+            stacklevel=2,
+        )
     benchmark.extra_info.update(info)
     return info

@@ -206,6 +206,11 @@ RECORD_FIELDS: dict[str, tuple[Any, str]] = {
         "a list of finite numbers >= 0",
     ),
     "x64": (lambda v: v is None or isinstance(v, bool), "true, false or null"),
+    "xla_flags": (
+        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "a list of strings",
+    ),
+    "xla_flags_applied": (lambda v: isinstance(v, bool), "true or false"),
     "devices": (
         lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
         "an int >= 1 or null",

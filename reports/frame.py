@@ -87,11 +87,15 @@ def _device_label(device: dict, environment: dict, requested: int | None) -> str
     return _device_kind(device, environment) + (f" x{count}" if count > 1 else "")
 
 
+XLA_MARK = " +xla"  # ran with the XLA flags its backend declares (listed under the table)
+
+
 def _backend_label(record) -> str:
     """The backend's name, its ``--param`` values (``scanned-blocked[block=500]``), and
     `` (N devices)`` for a sharded backend that split its work over the host's cores by
     default (it shares the table of the single-device backends)."""
     label = record.backend + param_suffix(dict(record.params)) + cache_suffix(record.cache)
+    label += XLA_MARK if record.xla_flags and record.xla_flags_applied else ""
     count = dict(record.device).get("cell_devices", 1)
     if record.devices is None and count > 1:
         return f"{label} ({count} devices)"
@@ -204,6 +208,8 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "checked": record.checked,
                     "parallel": record.parallel or record.strategy == "sharded",
                     "cache": record.cache,
+                    "xla_flags": " ".join(record.xla_flags),
+                    "xla_flags_applied": record.xla_flags_applied,
                     "first_call_s": record.first_call_s,
                     "max_error": record.max_error,
                     "samples_s": tuple(value * scale for value in record.samples_s),

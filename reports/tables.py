@@ -123,6 +123,26 @@ def scaled_notes(ok: pd.DataFrame) -> list[str]:
     ]
 
 
+def flag_notes(ok: pd.DataFrame) -> list[str]:
+    """The XLA flags backends declare (`scanbench.api.Backend.xla_flags`): one line per set
+    of flags naming the backends (" +xla" in the table) that ran with them, and one per
+    backend measured in a process that started without them."""
+    if "xla_flags" not in ok:
+        return []
+    declared = ok[ok["xla_flags"] != ""]
+    notes = []
+    for (flags, applied), rows in declared.groupby(["xla_flags", "xla_flags_applied"], sort=False):
+        names = ", ".join(rows["backend"])
+        if applied:
+            notes.append(f"+xla: {names} ran with the XLA flags declared by the backend: {flags}")
+        else:
+            notes.append(
+                f"{names}: declares the XLA flags {flags}, which this process did not start "
+                "with: measured without them (the cell workers of `scanbench run` apply them)"
+            )
+    return notes
+
+
 def warmup_notes(ok: pd.DataFrame) -> list[str]:
     """Which cells took no separate warm-up call (their first call took over 1 s)."""
     if "warmup_skipped" not in ok or not ok["warmup_skipped"].any():

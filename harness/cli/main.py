@@ -1,5 +1,5 @@
-"""``scanbench list | run | profile | report | gate | compare | history | bisect``: parse,
-call, write.
+"""``scanbench list | run | profile | report | gate | compare | flags | history | bisect``:
+parse, call, write.
 
 Each command is a module of this package with its parser (``add_parser``) beside its
 handler (``run``), listed in `COMMANDS`: it parses its arguments, calls the harness
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ..api import HarnessError
 from ..execution.interrupts import Interrupted
 from ..import_path import use_import_root
-from . import bisect, compare, gate, history, listing, profile, report, run
+from . import bisect, compare, flags, gate, history, listing, profile, report, run
 from .options import Parser
 
 COMMANDS = {
@@ -32,6 +32,7 @@ COMMANDS = {
     "report": report,
     "gate": gate,
     "compare": compare,
+    "flags": flags,
     "history": history,
     "bisect": bisect,
 }

@@ -28,6 +28,7 @@ from ..stages import PAUSED_STAGE
 from ..statistics import summarize_scaled
 from ..timing import TimingConfig
 from ..units import format_duration, format_seconds
+from ..xla_options import merge, refusal_message, refusals
 from .cells import Cell, cell_spec, scenario_of
 from .heartbeat import PROGRESS_FILE, heartbeat
 from .interrupts import raise_if_interrupted
@@ -120,9 +121,22 @@ def worker_environ(cell: Cell, base: Mapping[str, str]) -> dict[str, str]:
         return environ_for(cell.devices, base)
     environ = environ_for(cell.devices, base, per_core=backend.strategy == Strategy.SHARDED)
     if backend.xla_flags:
-        flags = environ.get("XLA_FLAGS", "")
-        environ["XLA_FLAGS"] = " ".join([flags, *backend.xla_flags]).strip()
+        environ["XLA_FLAGS"] = merge(environ.get("XLA_FLAGS", ""), backend.xla_flags)
     return environ
+
+
+def refused_flags(cell: Cell, python: str | None, environ: Mapping[str, str]) -> str | None:
+    """One line naming each XLA flag the cell's backend declares that the interpreter's
+    jaxlib refuses or would silently ignore (`scanbench.xla_options.refusals`), else None:
+    the cell then fails with that line instead of its worker aborting."""
+    try:
+        backend = scenario_of(cell).backend(cell.backend).with_params(dict(cell.params))
+    except Exception:  # the worker reports what is wrong with the cell
+        return None
+    if not backend.xla_flags:
+        return None
+    check = refusals(backend.xla_flags, python, environ)
+    return refusal_message(f"backend {backend.name!r}", check.refused) if check.refused else None
 
 
 def run_cell_in_worker(
@@ -145,6 +159,9 @@ def run_cell_in_worker(
     started = time.perf_counter()
     machine = machine or Machine()
     environ = worker_environ(cell, os.environ if environ is None else environ)
+    refused = refused_flags(cell, python, environ)
+    if refused:
+        return _failed_record(cell, refused, time.perf_counter() - started)
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
         spec_json = cell_spec(cell, timing, probes, counts_only, count_parts)

@@ -48,6 +48,7 @@ from ..stages import COUNTING_STAGE, ESTIMATE_STAGE, SAMPLING_STAGE
 from ..store import write_json_atomic
 from ..timing import TimingConfig, repeat, time_call
 from ..units import format_seconds
+from ..xla_options import flags_in_effect
 from .cells import Cell, scenario_of
 from .heartbeat import PROGRESS_FILE, Beacon
 from .quiet_link import Pauses, QuietLink
@@ -173,6 +174,8 @@ def measure(
         "checked": backend.checked,
         "parallel": backend.parallel or backend.strategy == "sharded",
         "cache": cache,
+        "xla_flags": tuple(backend.xla_flags),
+        "xla_flags_applied": flags_in_effect(backend.xla_flags, os.environ.get("XLA_FLAGS", "")),
     }
     if not backend.runs_at(size.name):
         beacon.stage(ESTIMATE_STAGE, "skipped at this size: estimating its cost")

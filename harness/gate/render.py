@@ -224,7 +224,7 @@ def calibration_markdown(calibration: Calibration) -> str:
 # ------------------------------------------------------------ environment A/B
 
 
-def _number(value: Any) -> str:
+def number_text(value: Any) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
@@ -237,7 +237,7 @@ def comparison_frame(comparisons: Sequence[Any]):
     rows = []
     for c in comparisons:
         changed = "; ".join(
-            f"{key} {_number(a)} -> {_number(b)}" for key, (a, b) in c.counts.items()
+            f"{key} {number_text(a)} -> {number_text(b)}" for key, (a, b) in c.counts.items()
         ) or ("none" if not c.count_errors else "-")
         rows.append(
             {
@@ -257,7 +257,9 @@ def _changes(comparisons: Sequence[Any], top: int) -> list[tuple[str, list[str]]
     for c in comparisons:
         if c.breakdown:
             ranked = sorted(c.breakdown.items(), key=lambda item: -abs(item[1][1] - item[1][0]))
-            lines = [f"{name}: {_number(a)} -> {_number(b)}" for name, (a, b) in ranked[:top]]
+            lines = [
+                f"{name}: {number_text(a)} -> {number_text(b)}" for name, (a, b) in ranked[:top]
+            ]
             if len(ranked) > top:
                 lines.append(f"... and {len(ranked) - top} more")
             out.append((f"What changed in {c.cell} (per call, A -> B; largest first):", lines))

@@ -143,8 +143,7 @@ def load_scenario(spec: dict, package: str):
     return load(spec["source"].replace("scanbench.scenarios", "scenarios", 1))
 
 
-def serve(spec: dict, package: str, channel) -> None:
-    scenario = load_scenario(spec, package)
+def serve(spec: dict, scenario, channel) -> None:
     backend = scenario.backend(spec["backend"])
     size = scenario.size(spec["size"])
     dtype = spec.get("dtype") or scenario.dtypes[0]
@@ -193,6 +192,35 @@ def _facts(backend, prepared) -> dict:
         return {"facts_error": f"{type(error).__name__}: {error}"}
 
 
+RESTARTED = "SCANBENCH_SERVE_RESTARTED"  # set when the worker re-started with its flags
+
+
+def cell_flags(backend) -> str | None:
+    """The ``XLA_FLAGS`` the cell's own worker would start with (`scanbench.execution.
+    launcher.worker_environ`): the flags the backend declares, and one XLA:CPU device per
+    core for a sharded backend; None when this process already has them."""
+    current = os.environ.get("XLA_FLAGS", "")
+    per_core = str(getattr(backend, "strategy", "")) == "sharded"
+    environ = _candidate("sharding.distributed").environ_for(None, os.environ, per_core=per_core)
+    declared = tuple(getattr(backend, "xla_flags", ()) or ())
+    wanted = environ.get("XLA_FLAGS", "")
+    if declared:
+        wanted = _candidate("xla_options").merge(wanted, declared)
+    return None if wanted == current else wanted
+
+
+def refuse_declared_flags(backend) -> None:
+    """Raise the cell worker's one line when the installed jaxlib refuses (or would
+    silently ignore) a flag the backend declares (`scanbench.xla_options.refusals`)."""
+    declared = tuple(getattr(backend, "xla_flags", ()) or ())
+    if declared:
+        options = _candidate("xla_options")
+        refused = options.refusals(declared).refused
+        if refused:
+            message = options.refusal_message(f"backend {backend.name!r}", refused)
+            raise _candidate("errors").InputError(message)
+
+
 def main(argv: list[str]) -> int:
     root, spec = argv[0], json.loads(argv[1])
     if spec.get("cpus"):  # before JAX starts its thread pools: they size to what they see
@@ -201,7 +229,18 @@ def main(argv: list[str]) -> int:
     channel = os.fdopen(os.dup(1), "w")  # the protocol keeps the real stdout ...
     os.dup2(2, 1)  # ... and whatever the measured code prints goes to stderr
     try:
-        serve(spec, package, channel)
+        scenario = load_scenario(spec, package)
+        if not os.environ.get(RESTARTED):
+            backend = scenario.backend(spec["backend"])
+            refuse_declared_flags(backend)
+            wanted = cell_flags(backend)
+            if wanted is not None:  # XLA reads its flags once, as JAX starts: again with them
+                sys.stdout.flush()  # what the scenario printed: to stderr, as usual
+                channel.flush()
+                os.dup2(channel.fileno(), 1)
+                environ = {**os.environ, "XLA_FLAGS": wanted, RESTARTED: "1"}
+                os.execve(sys.executable, [sys.executable, __file__, *argv], environ)
+        serve(spec, scenario, channel)
     except Exception as error:
         channel.write(json.dumps({"error": f"{type(error).__name__}: {error}"}) + "\n")
         channel.flush()
