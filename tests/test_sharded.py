@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from scanbench.api import InputError
-from scanbench.execution.cells import Cell, cell_spec
+from scanbench.execution.cells import Cell, cell_spec, scenario_of
 from scanbench.sharding.distributed import distributed_settings, environ_for
 from scanbench.sharding.placement import padded_size
 from scanbench.timing import TimingConfig
+from scanbench.xla_options import merge
 
 ROOT = Path(__file__).parent.parent
 
@@ -110,10 +111,12 @@ def test_two_processes_on_loopback_equal_one_process(eight_device_run, tmp_path)
         json.dumps(cell_spec(cell, TimingConfig(min_time_s=0.0, min_count=2, max_count=2), False))
     )
     settings = distributed_settings(f"127.0.0.1:{_free_port()}", 2, 0)
+    backend = scenario_of(cell).backend(cell.backend)
     processes = []
     for process_id in range(2):
         env = environ_for(4, os.environ, {**settings, "SCANBENCH_PROCESS_ID": str(process_id)})
         del env["SCANBENCH_DEVICES"]  # all 8 devices of both processes
+        env["XLA_FLAGS"] = merge(env["XLA_FLAGS"], backend.xla_flags)  # as its own worker
         out = tmp_path / f"record-{process_id}.json"
         command = [sys.executable, "-m", "scanbench.execution.worker", "cell", str(spec), str(out)]
         processes.append(

