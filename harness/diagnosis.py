@@ -43,7 +43,8 @@ when its evidence is present; a fired rule whose share of the median is at least
   forward scan's stacked primes, 2 x n x batch floats. Keep per-step results out of the
   scan's stacked outputs (block the work so they stay small) or transpose outside the call.
 - **far from its limit**: a JAX backend at more than `FAR_FROM_LIMIT` x the scenario's
-  roofline kernel or its memory bound: besides the code, XLA's options decide how it is
+  roofline kernel or its memory bound, and no overhead dominates (a dispatch-bound loop
+  needs the loop moved, not other options): besides the code, XLA's options decide how it is
   compiled (the MPPI rollouts run 1.5x faster with XLA:CPU's multi-output fusion); no
   share, a suggestion: ``scanbench flags`` measures the curated options for the platform
   against the cell's current ones, in paired blocks.
@@ -543,7 +544,8 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
     )
     rest = [f for f in fired if f not in timed]
     neighbour = [faster] if faster is not None else []
-    if timed and (timed[0].share or 0.0) >= DOMINANT:
+    if timed and (timed[0].share or 0.0) >= DOMINANT:  # an overhead, not how XLA compiled
+        rest = [f for f in rest if f.cost != Cost.FAR]
         return (timed[0], *neighbour, *timed[1:], *rest)
     if _untimed(facts) and rest:  # counts alone: the overheads present, by rule
         return (*neighbour, *rest)

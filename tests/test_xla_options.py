@@ -143,6 +143,11 @@ def test_far_from_its_limit_a_jax_cell_is_told_to_try_the_flags():
     assert Cost.FAR not in [f.cost for f in diagnose(Facts(**base, x_roofline=1.9))]
     numba = diagnose(Facts(**base, x_roofline=4.3, engine="numba"))
     assert Cost.FAR not in [f.cost for f in numba]
+    loop = {**base, "per_call": {"dispatches": 400}, "decomposition": {"dispatch_fraction": 0.9}}
+    loop["costs"] = {"dispatch_queued_s": 5e-6}
+    dispatch_bound = diagnose(Facts(**loop, x_roofline=4.3))
+    assert dispatch_bound[0].cost == Cost.DISPATCH  # move the loop first, not other options
+    assert Cost.FAR not in [f.cost for f in dispatch_bound]
 
 
 def test_candidates_are_listed_per_platform_and_unknown_names_refused(capsys):
