@@ -139,13 +139,13 @@ def jax_backend(
     xla_flags: tuple[str, ...] = (),
 ) -> Backend:
     """A `compiled_backend` of ``fn(inputs)``: inputs placed on the default device,
-    ``jax.jit(fn).lower(args).compile()`` in the untimed prepare.
+    ``jax.jit(fn).lower(args).compile()`` in the untimed prepare. The arguments not
+    listed here are as in `compiled_backend`.
 
     Args:
         fn: a pure function of the (laid-out) input pytree.
         layout: untimed host-side change of layout before device placement (e.g. to
             time-major); it models data that already lives in that layout.
-        (the others as in `compiled_backend`.)
     """
 
     def compile(inputs: Any, size: Size) -> Compiled:
@@ -184,7 +184,8 @@ def loop_backend(
     checked: bool = True,
 ) -> Backend:
     """A host-driven loop: ``run(prepared)`` calls jitted functions (or another library)
-    from Python; it is wrapped to return only when its whole output is ready.
+    from Python; it is wrapped to return only when its whole output is ready. The
+    arguments not listed here are as in `compiled_backend`.
 
     Args:
         executables: ``executables(prepared) -> {name: (compiled, calls_per_run)}`` for
@@ -195,7 +196,6 @@ def loop_backend(
             scaled when a whole call would exceed the time budget (`scanbench.api.Backend`).
         setup: ``setup(prepared)`` untimed before every call (a stateful function).
         checked: False: timed without comparing the output with the reference.
-        (the others as in `compiled_backend`.)
     """
     return Backend(
         name=name,
@@ -230,7 +230,8 @@ def host_backend(
     check: Callable[[Any, Any], float] | None = None,
     parallel: bool = False,
 ) -> Backend:
-    """A backend that runs ``fn(inputs)`` on the host (NumPy, SciPy, Numba).
+    """A backend that runs ``fn(inputs)`` on the host (NumPy, SciPy, Numba). The
+    arguments not listed here are as in `jax_backend`.
 
     Args:
         warm_inputs: if given, ``fn(warm_inputs(laid_out_inputs))`` is called once in
@@ -239,7 +240,6 @@ def host_backend(
         check: its own check instead of the scenario's (`scanbench.api.Backend.check`).
         parallel: ``fn`` uses every core (Numba ``parallel=True``): compared with the
             all-cores memory bound.
-        (the others as in `jax_backend`.)
     """
 
     def prepare(inputs: Any, size: Size) -> Any:

@@ -29,7 +29,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,6 +62,9 @@ from .reports.written import write_reports
 from .sources import write_pickled
 from .store import Run, ScenarioFacts
 from .timing import TimingConfig
+
+if TYPE_CHECKING:  # pandas is imported by records_frame when a table is built
+    import pandas
 
 NAME = "functions"
 ISOLATION = {
@@ -385,7 +388,7 @@ def compare(
     grow: Mapping[str, Sequence[int] | Mapping[int, Any]] | None = None,
     args_for: Callable[[int], Any] | None = None,
     grow_budget_s: float = DEFAULT_BUDGET_S,
-):
+) -> pandas.DataFrame:
     """Time, check, count and diagnose each function on ``args`` (see the module doc).
 
     Args:
@@ -394,7 +397,8 @@ def compare(
             given against (default: the first).
         strategies: name -> ``sequential | vmapped | scanned | numba | library |
             sharded`` for names that do not contain one of those words.
-        rtol, atol: the tolerance of the output check (see `Tolerance`).
+        rtol: the relative tolerance of the output check (see `Tolerance`).
+        atol: the absolute tolerance of the output check.
         work: units of work per call for the throughput column (default ``calls: 1``).
         timing: the sampling settings (`scanbench.timing.TimingConfig`; default: the CLI's).
         probes: count dispatches, kernels, transfers and memory, and decompose the time.
@@ -418,9 +422,10 @@ def compare(
             from its points before, to take longer than this is skipped (and listed).
 
     Returns:
-        A `pandas.DataFrame` indexed by function name (`COLUMNS`; times in seconds,
-        shares in percent); ``attrs``: ``run`` (write it with `report`), ``isolation``,
-        ``tolerance``. With ``grow``: the fitted costs instead (`compare_grown`).
+        One row per function, indexed by its name (`COLUMNS`; times in seconds,
+            shares in percent), whose ``attrs`` hold ``run`` (write it with `report`),
+            ``isolation`` and ``tolerance``; with ``grow``, the fitted costs instead
+            (`compare_grown`).
     """
     reference = reference or next(iter(functions), "")
     tolerance = Tolerance(rtol, atol)
@@ -622,7 +627,7 @@ def compare_grown(
     probes: bool,
     isolate: bool,
     **options,
-):
+) -> pandas.DataFrame:
     """`compare` along an axis (``grow=``): every function at every point, fitted, its
     crossovers measured; the same analysis as ``scanbench run --grow``
     (`scanbench.growth`).
