@@ -45,7 +45,11 @@ def test_run_with_failing_cells(tmp_path):
     # a skipped cell's time is its own stage, not the worker's start-up
     assert "skipped: estimate" in by_name["default-only"].extra["phases_s"]
     assert "process start-up and exit" in by_name["default-only"].extra["phases_s"]
-    assert run.environment["memory_bandwidth"]["bytes_per_s"] > 0
+    # the one-thread DRAM copy of the measured levels, what older results' reports read
+    dram = run.environment["memory_levels"][-1]
+    assert dram["name"] == "DRAM" and dram["bytes_per_s"] > 0
+    assert run.environment["memory_bandwidth"]["bytes_per_s"] == dram["bytes_per_s"]
+    assert run.environment["memory_bandwidth"]["copy_bytes"] == dram["working_set_bytes"] / 2
     assert run.environment["device_count"] >= 1
     markdown = md.read_text()
     assert "| good " in markdown and "**wrong** failed: MismatchError" in markdown
