@@ -170,10 +170,25 @@ def _crossover_text(crossover: Mapping[str, Any], axis: str, rough_lines: set[st
         measured = f"{below} {_ratio(1 / ratio)} faster"
         bounds = [1 / bounds[1], 1 / bounds[0]] if bounds else None
     spread = f" ({bounds[0]:.3g}–{bounds[1]:.3g})" if bounds else " (no interval)"
+    predicted = crossover["predicted_ratio"]
     return (
         f"{text}. Measured at {axis} = {confirmation['at']:,} ({where}): {measured}{spread}, "
-        f"predicted {_ratio(crossover['predicted_ratio'])}: {VERDICT[confirmation['verdict']]}."
+        f"predicted {_ratio(predicted)}: {_verdict(confirmation, predicted)}."
     )
+
+
+def _verdict(confirmation: Mapping[str, Any], predicted: float) -> str:
+    """The verdict's words; a confirmed crossing whose measured ratio is, beyond its
+    interval, larger or smaller than the fits' says so: the side is right, the place of
+    the crossing is not where the fits put it."""
+    bounds = confirmation["interval"]
+    if confirmation["verdict"] != "confirmed" or not bounds:
+        return VERDICT[confirmation["verdict"]]
+    if bounds[0] > predicted:
+        return "the side predicted, by more than the fits say (the crossing lies lower)"
+    if bounds[1] < predicted:
+        return "the side predicted, by less than the fits say (the crossing lies higher)"
+    return VERDICT["confirmed"]
 
 
 def _trend_text(trend: Mapping[str, Any], axis: str) -> str:

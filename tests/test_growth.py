@@ -218,6 +218,24 @@ def test_a_confirmation_says_what_the_measurement_at_the_crossover_found(below_s
     assert result.ratio == pytest.approx(below_s / above_s, rel=0.05)
 
 
+@pytest.mark.parametrize(
+    ("interval", "says"),
+    [
+        ((0.9, 1.3), "as predicted"),
+        ((2.4, 4.2), "by more than the fits say (the crossing lies lower)"),
+        ((1.01, 1.04), "by less than the fits say (the crossing lies higher)"),
+    ],
+)
+def test_a_confirmed_crossing_says_when_the_fits_misplace_it(interval, says):
+    """Measured 3.35x faster where the fits predict 1.1x: the side is right, the place is
+    not (the TDMA batch sweep's case)."""
+    from scanbench.reports.growth import _verdict
+
+    confirmation = {"verdict": CONFIRMED, "interval": interval, "ratio": sum(interval) / 2}
+    assert _verdict(confirmation, predicted=1.1).endswith(says)
+    assert _verdict({**confirmation, "verdict": TIE}, predicted=1.1).startswith("not told")
+
+
 # -- counts ---------------------------------------------------------------------------
 
 
