@@ -165,6 +165,8 @@ def timing_table(ok: pd.DataFrame) -> pd.DataFrame:
 def _timing_table(ok: pd.DataFrame) -> pd.DataFrame:
     unit = ok["unit"].iloc[0] or "calls"
     baseline = ok["baseline"].iloc[0]
+    # no speedup column for a scenario without a sequential backend to be faster than
+    speedup = {f"speedup vs {baseline}": ok["speedup"].map(_ratio)} if pd.notna(baseline) else {}
     medians = [
         ("≈ " if row.scale != 1.0 else "") + format_seconds(row.median_s) for row in ok.itertuples()
     ]
@@ -180,7 +182,7 @@ def _timing_table(ok: pd.DataFrame) -> pd.DataFrame:
             "compile": [_compile(row) for row in ok.itertuples()],
             f"{unit}/s": ok["throughput"].map(number),
             "GB/s": ok["gbps"].map(number),
-            f"speedup vs {baseline}": ok["speedup"].map(_ratio),
+            **speedup,
             "x fastest": [_x_fastest(row) for row in ok.itertuples()],
             "x BW bound": [_bound_cell(row) for row in ok.itertuples()],
             "memory (x min)": memory_column(ok),

@@ -84,6 +84,18 @@ def test_markdown_tables_have_backends_columns_and_speedups():
     assert row(text, "sequential-jax", "Where the time goes")[1] == "202"
 
 
+def test_a_scenario_without_a_sequential_backend_has_no_speedup_column():
+    """A user's scenario of one jitted backend: no "speedup vs None" column."""
+    run = load_run(TDMA)
+    kept = tuple(r for r in run.records if r.strategy != "sequential")
+    facts = {k: {**v, "baseline": None} for k, v in run.invocation["scenarios"].items()}
+    invocation = {**run.invocation, "scenarios": facts}
+    text = markdown.render(build([Run(run.environment, invocation, kept)]))
+    header = row(text.replace("| backend ", "| HEADER ", 1), "HEADER", "## tridiagonal / smoke")
+    assert header[:3] == ["HEADER", "strategy", "median"] and "x fastest" in header
+    assert not [column for column in header if column.startswith("speedup vs")], header
+
+
 def test_html_is_self_contained_with_one_image_per_plot():
     document = html.render(build([load_run(TDMA)]))
     elements = parse(document)
