@@ -20,9 +20,17 @@ For one call with median time ``T`` (untimed probes, same run, same device):
                     the host conversions (`scanbench.probes.conversions`) x [ready
                     conversion, the wait a pending one forces]
                 a range when a path is unknown; the shares use its middle
-    sync      = explicit waits (``block_until_ready``, `scanbench.probes.conversions`)
-                x the measured cost of one wait after a small asynchronous call: the
-                host stops queueing ahead and sleeps until woken
+    sync      = the share of the traced call the host spent inside the code's own
+                explicit waits (``block_until_ready``, timed by
+                `scanbench.probes.conversions`), x T: the host stops queueing ahead and
+                sleeps until the value is computed. What a wait costs depends on what it
+                waits for (XLA:CPU runs a small executable inline: the value is ready and
+                the wait is its Python call; a pending one sleeps for the rest of the
+                work and the wake-up), so it is measured in the cell, not priced by a
+                probe. The device work a wait sleeps through is in the device share too
+                (the parts then overlap): removing the waits saves at most this much.
+                Records without the measurement: waits x the probe's cost of one wait
+                after a small asynchronous call
     compile   = tracing, lowering and compiling inside the call (measured,
                 `scanbench.probes.compilations`; 0 for a warm, compiled backend)
     host      = T - all of the above: host work the probes do not name (Python between
@@ -44,6 +52,22 @@ from typing import Any
 from .counts import Counts
 
 PARTS = ("dispatch", "launch", "transfer", "sync", "compile", "device", "host")
+
+
+def sync_seconds(
+    median_s: float,
+    conversions: Mapping[str, Any],
+    spans: Mapping[str, Any],
+    scale: float,
+    costs: Mapping[str, Any],
+) -> float:
+    """The code's own waits in one call of ``median_s`` (see the module doc): the share of
+    the traced call the host spent inside them; records without that measurement price
+    each wait at the probe's cost of one wait (``scale``: per call)."""
+    waited, wall = conversions.get("waited_s"), spans.get("wall_s")
+    if waited is not None and wall:
+        return min(max(waited, 0.0) / wall, 1.0) * median_s
+    return scale * (conversions.get("waits") or 0) * costs.get("wait_s", 0.0)
 
 
 def _transfer_range(
@@ -121,7 +145,7 @@ def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict
     low, high = (scale * seconds for seconds in _transfer_range(transfers, conversions, costs))
     transfer = (low + high) / 2
     compile_s = scale * counts.compilations.get("total_s", 0.0)
-    sync = scale * (counts.conversions.get("waits") or 0) * costs.get("wait_s", 0.0)
+    sync = sync_seconds(median_s, counts.conversions, spans, scale, costs)
     device = device_seconds(median_s, spans, costs.get("profiler_event_s", 0.0))
     measured = device is not None
     if measured and costs.get("platform", "cpu") == "cpu":

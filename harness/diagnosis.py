@@ -249,13 +249,27 @@ def _sync(facts: Facts) -> Finding | None:
     share = _get(facts.decomposition, "sync_fraction")
     if share < MINOR:
         return None
-    cost = facts.costs.get("wait_s")
-    each = f" x {cost * 1e6:.0f} us" if cost else ""
     return Finding(
         Cost.SYNC,
         share,
-        f"{waits:,.0f} waits per call{where}{each} = {_pct(share)} of the time",
+        f"{waits:,.0f} waits per call{where}{_wait_prices(facts, waits, share)}",
         fix,
+    )
+
+
+def _wait_prices(facts: Facts, waits: float, share: float) -> str:
+    """What the waits cost: measured in the counted call (how many found their value
+    still being computed, the share of the time inside them), or, for older records, the
+    probe's price of one wait."""
+    pending, counted = facts.conversions.get("pending_waits"), facts.conversions.get("waits")
+    if facts.conversions.get("waited_s") is None or pending is None or not counted:
+        cost = facts.costs.get("wait_s")
+        each = f" x {cost * 1e6:.0f} us" if cost else ""
+        return f"{each} = {_pct(share)} of the time"
+    pending = waits * min(max(pending / counted, 0.0), 1.0)  # the counted calls, per call
+    return (
+        f", {pending:,.0f} of them on a value still being computed: the host spent "
+        f"{_pct(share)} of the time inside them"
     )
 
 

@@ -68,6 +68,35 @@ def test_conversions_are_named_by_the_function_that_made_them():
     assert counted.by_function == {f"{__name__}.evaluate": 3, f"{__name__}.tune": 1}
 
 
+def test_waits_are_counted_told_pending_or_ready_and_timed():
+    """A wait on a matrix product still being computed sleeps; a wait on a value already
+    computed (or run inline, under XLA:CPU's small-executable threshold) does not."""
+    product = jax.jit(lambda a: (a @ a @ a).sum())
+    a = jnp.ones((1000, 1000))
+    jax.block_until_ready(product(a))  # compiled
+
+    def pending():
+        return jax.block_until_ready(product(a))
+
+    counted = count_conversions(pending)
+    assert (counted.waits, counted.pending_waits, counted.total) == (1, 1, 0)
+    alone = min(_seconds(pending) for _ in range(3))
+    assert counted.waited_s > 0.5 * alone  # it slept through most of the product
+
+    ready = jax.block_until_ready(product(a))
+    counted = count_conversions(lambda: [jax.block_until_ready(ready) for _ in range(10)])
+    assert (counted.waits, counted.pending_waits) == (10, 0)
+    assert counted.waited_s < alone
+
+
+def _seconds(call) -> float:
+    import time
+
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
 def test_everything_is_put_back_after_counting():
     before = (np.array, np.asarray, type(Y).__float__, jax.device_get)
     count_conversions(lambda: float(Y[0]))

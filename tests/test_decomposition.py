@@ -127,3 +127,17 @@ def test_a_dispatch_bound_backend_is_all_dispatch():
     kernels are part of the dispatch cost, not device time counted twice."""
     parts = recovered("dispatch", "smoke", {"dispatch": lambda median: 1.0})
     assert parts["device_fraction"] == 0.0 and parts["transfer_fraction"] == 0.0
+
+
+def test_the_sync_share_is_the_measured_time_inside_the_waits():
+    """Waits timed in the counted call: their share of it, not a probe's unit price (a
+    wait on a value run inline costs its Python call, not a wake-up)."""
+    from scanbench.decomposition import sync_seconds
+
+    costs = {"wait_s": 30e-6}
+    measured = {"waits": 200, "pending_waits": 150, "waited_s": 0.4e-3}
+    assert sync_seconds(2e-3, measured, {"wall_s": 2e-3}, 1.0, costs) == pytest.approx(0.4e-3)
+    # the traced call ran 2x slower than the timed ones: the share is what carries over
+    assert sync_seconds(2e-3, measured, {"wall_s": 4e-3}, 1.0, costs) == pytest.approx(0.2e-3)
+    older = {"waits": 200}  # a record before the waits were timed: the probe's price
+    assert sync_seconds(2e-3, older, {"wall_s": 2e-3}, 0.5, costs) == pytest.approx(3e-3)

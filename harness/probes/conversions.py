@@ -15,9 +15,14 @@ it wraps the Python entry points of a conversion,
 
 counts the outermost one of each conversion (``jax.device_get`` calls ``__array__``: one
 conversion) with the function that made it (the nearest frame outside JAX and NumPy),
-and restores everything afterwards. What it cannot see: a C extension reading the buffer
-directly (``memoryview(x)``) and a NumPy function bound before the call
-(``from numpy import asarray``).
+and restores everything afterwards. Explicit waits (``block_until_ready``) are counted
+the same way, and each is also told *pending* when a device array it was given was still
+being computed (``not x.is_ready()``): XLA:CPU runs a small executable inline on the
+calling thread, so a wait after it finds the value ready and costs only its Python call.
+The pending count depends on timing (it is a measurement, not a gated count).
+
+What it cannot see: a C extension reading the buffer directly (``memoryview(x)``) and a
+NumPy function bound before the call (``from numpy import asarray``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import contextlib
 import dataclasses
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -65,6 +71,7 @@ LIBRARIES = ("jax", "jaxlib", "numpy")  # frames of these are not "the caller"
 # the harness's own wait for a backend's result (factories: "run returns a ready result")
 HARNESS_WAITS = ("scanbench.timing", "scanbench.factories")
 WAIT = "wait"
+PENDING = "wait (pending)"  # a wait that found a value still being computed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,9 +85,22 @@ class Conversions:
     by_function: dict[str, int]  # "module.function" of the caller
     waits: int = 0
     waits_by_function: dict[str, int] = dataclasses.field(default_factory=dict)
+    # measurements, not counts (None: older records): the waits that found a value still
+    # being computed, and the seconds the host spent inside the waits
+    pending_waits: int | None = None
+    waited_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Made:
+    """What `counting` collects: (kind, caller) pairs, and the seconds each of the code's
+    own waits took."""
+
+    events: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    waited_s: list[float] = dataclasses.field(default_factory=list)
 
 
 _state = threading.local()
@@ -119,6 +139,41 @@ def _counting(original: Callable, kind: str, is_device_array: Callable[[Any], bo
     return wrapper
 
 
+def _is_pending(tree: Any) -> bool:
+    """Whether a device array of ``tree`` is still being computed."""
+    import jax
+
+    return any(
+        isinstance(leaf, jax.Array) and not leaf.is_ready() for leaf in jax.tree.leaves(tree)
+    )
+
+
+def _waiting(original: Callable, events, waited_s: list[float]):
+    """``block_until_ready`` counted as a wait, as pending when it will sleep, and timed
+    (``waited_s``: the host's seconds inside the code's own waits)."""
+
+    def wrapper(*args, **kwargs):
+        depth = getattr(_state, "depth", 0)
+        if depth > 0:
+            return original(*args, **kwargs)
+        caller = _caller()
+        events.append((WAIT, caller))
+        if _is_pending(args):
+            events.append((PENDING, caller))
+        _state.depth = depth + 1
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            if not caller.rpartition(".")[0].startswith(HARNESS_WAITS):
+                waited_s.append(time.perf_counter() - start)
+            _state.depth = depth
+
+    wrapper.__name__ = getattr(original, "__name__", WAIT)
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    return wrapper
+
+
 def _array_type() -> type | None:
     """The concrete class of ``jax.Array`` (JAX's internal name for it), found without
     making an array: making one inside the counted region would be a dispatch and a
@@ -132,12 +187,13 @@ def _array_type() -> type | None:
 
 
 @contextlib.contextmanager
-def counting() -> Iterator[list[tuple[str, str]]]:
-    """The conversions made while the block runs, as (kind, caller) pairs."""
+def counting() -> Iterator[Made]:
+    """The conversions and waits made while the block runs (`Made`)."""
     import jax
     import numpy as np
 
-    events: list[tuple[str, str]] = []
+    made = Made()
+    events = made.events
     array_type = _array_type()
 
     def is_device_array(value: Any) -> bool:
@@ -160,7 +216,7 @@ def counting() -> Iterator[list[tuple[str, str]]]:
             if original is None:
                 continue
             patched.append((owner, "block_until_ready", original))
-            owner.block_until_ready = _counting(original, WAIT, lambda _: True, events)
+            owner.block_until_ready = _waiting(original, events, made.waited_s)
         original = jax.device_get
         patched.append((jax, "device_get", original))
         jax.device_get = _counting(
@@ -169,35 +225,38 @@ def counting() -> Iterator[list[tuple[str, str]]]:
             lambda tree: any(is_device_array(x) for x in jax.tree.leaves(tree)),
             events,
         )
-        yield events
+        yield made
     finally:
         for owner, name, original in reversed(patched):
             setattr(owner, name, original)
 
 
-def summarize(events: list[tuple[str, str]]) -> Conversions:
-    """The (kind, caller) pairs `counting` collected, counted; the harness's own waits
-    for a backend's result are left out."""
-    waits = [
-        caller
-        for kind, caller in events
-        if kind == WAIT and not caller.rpartition(".")[0].startswith(HARNESS_WAITS)
-    ]
-    made = [(kind, caller) for kind, caller in events if kind != WAIT]
-    kinds = collections.Counter(kind for kind, _ in made)
-    callers = collections.Counter(caller for _, caller in made)
+def summarize(made: Made) -> Conversions:
+    """What `counting` collected, counted; the harness's own waits for a backend's result
+    are left out."""
+
+    def own(caller: str) -> bool:
+        return not caller.rpartition(".")[0].startswith(HARNESS_WAITS)
+
+    waits = [caller for kind, caller in made.events if kind == WAIT and own(caller)]
+    pending = [caller for kind, caller in made.events if kind == PENDING and own(caller)]
+    converted = [(kind, caller) for kind, caller in made.events if kind not in (WAIT, PENDING)]
+    kinds = collections.Counter(kind for kind, _ in converted)
+    callers = collections.Counter(caller for _, caller in converted)
     by_wait = collections.Counter(waits)
     return Conversions(
-        len(made),
+        len(converted),
         dict(sorted(kinds.items())),
         dict(sorted(callers.items())),
         len(waits),
         dict(sorted(by_wait.items())),
+        len(pending),
+        sum(made.waited_s),
     )
 
 
 def count_conversions(call: Callable[[], Any]) -> Conversions:
     """The device-to-host conversions ``call()`` makes (see the module doc)."""
-    with counting() as events:
+    with counting() as made:
         call()
-    return summarize(events)
+    return summarize(made)
