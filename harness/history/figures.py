@@ -64,7 +64,9 @@ class Axis:
         axes.grid(axis="y", alpha=0.3)
 
 
-def _series_times(axes, axis: Axis, changes: SeriesChanges, tint: str) -> None:
+def _series_times(axes, axis: Axis, changes: SeriesChanges, tint: str, row: int = 0) -> None:
+    """One series' medians, levels and change points (``row``: its labels' line, so that
+    two series changing at one commit do not print over each other)."""
     timed = [p for p in changes.series.points if p.cell.timed]
     if not timed:
         return
@@ -87,7 +89,7 @@ def _series_times(axes, axis: Axis, changes: SeriesChanges, tint: str) -> None:
             f"{change.factor:.2f}x",
             (x, 1.0),
             xycoords=("data", "axes fraction"),
-            xytext=(2, -10),
+            xytext=(2, -10 - 10 * row),
             textcoords="offset points",
             color=tint,
             fontsize=8,
@@ -107,7 +109,7 @@ def time_figure(cell: str, found: Sequence[SeriesChanges], axis: Axis) -> Figure
     figure = Figure(figsize=(9.0, 3.2), layout="constrained")
     axes = figure.add_subplot()
     for index, changes in enumerate(found):
-        _series_times(axes, axis, changes, color(index))
+        _series_times(axes, axis, changes, color(index), row=index)
     medians = [p.cell.median for ch in found for p in ch.series.points if p.cell.timed]
     if medians and max(medians) > LOG_ABOVE * min(medians):  # machines apart, big steps
         axes.set_yscale("log")
