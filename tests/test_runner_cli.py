@@ -122,6 +122,23 @@ def test_unknown_names_give_one_clean_line(capsys, argv, expected):
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_repeated_size_adds_to_the_list_or_is_refused_where_one_is_taken(capsys):
+    """`run --size smoke --size default` runs both (argparse kept the last, silently);
+    a command of one size says it was given two."""
+    from scanbench.cli.main import build_parser
+
+    args = build_parser().parse_args(["run", "--size", "smoke", "--size", "default"])
+    assert args.size == "smoke,default"
+    assert build_parser().parse_args(["run"]).size == "default"
+    code, err = run_cli(capsys, "run", "--size", "smoke", "--size", "smoke")
+    assert code == 2 and "--size must be size names" in err and "each once" in err
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["profile", "--size", "smoke", "--size", "default"])
+    assert stopped.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--size given twice ('smoke', then 'default'); this command takes one" in line
+
+
 def test_report_of_a_corrupt_file(capsys, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 99}))

@@ -47,7 +47,36 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def cell_options(default_size: str, sizes_help: str) -> argparse.ArgumentParser:
+class CommaAppend(argparse.Action):
+    """A comma-list option that may also be repeated: ``--size smoke --size default`` is
+    ``--size smoke,default`` (argparse would keep the last one, silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = f"_given_{self.dest}"
+        previous = getattr(namespace, self.dest)
+        merged = f"{previous},{values}" if getattr(namespace, given, False) else values
+        setattr(namespace, self.dest, merged)
+        setattr(namespace, given, True)
+
+
+class Once(argparse.Action):
+    """An option of one value that refuses to be given twice (argparse would keep the
+    last one, silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = f"_given_{self.dest}"
+        if getattr(namespace, given, False):
+            parser.error(
+                f"{option_string} given twice ({getattr(namespace, self.dest)!r}, then "
+                f"{values!r}); this command takes one"
+            )
+        setattr(namespace, self.dest, values)
+        setattr(namespace, given, True)
+
+
+def cell_options(
+    default_size: str, sizes_help: str, several_sizes: bool = False
+) -> argparse.ArgumentParser:
     """The options that name cells, shared by run, profile and compare (a parent parser)."""
     cells = argparse.ArgumentParser(add_help=False)
     cells.add_argument(
@@ -58,7 +87,8 @@ def cell_options(default_size: str, sizes_help: str) -> argparse.ArgumentParser:
     )
     cells.add_argument("--scenario-file", help="a Python file defining SCENARIO (your workload)")
     cells.add_argument("--backend", action="append", default=[], help="repeatable")
-    cells.add_argument("--size", default=default_size, help=sizes_help)
+    size_action = CommaAppend if several_sizes else Once
+    cells.add_argument("--size", default=default_size, action=size_action, help=sizes_help)
     cells.add_argument("--dtype", help=f"one of {', '.join(DTYPES)}; default per scenario")
     cells.add_argument(
         "--param",

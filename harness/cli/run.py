@@ -19,9 +19,12 @@ HELP = "run cells and store a results JSON file"
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    sizes = "size name, or several separated by commas, e.g. smoke,default (default: default)"
+    sizes = (
+        "size name, or several separated by commas (or --size repeated), e.g. "
+        "smoke,default (default: default)"
+    )
     parser = commands.add_parser(
-        "run", help=HELP, description=HELP, parents=[cell_options("default", sizes)]
+        "run", help=HELP, description=HELP, parents=[cell_options("default", sizes, True)]
     )
     _timing_options(parser)
     parser.add_argument("--out", help="results JSON path (default results/run-<time>.json)")
