@@ -209,6 +209,19 @@ def differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
     ]
 
 
+def resumable(out: Path, environment: Mapping[str, Any], invocation: dict, force: bool) -> dict:
+    """The invocation to resume ``out`` with, once this environment is checked against the
+    stored one (`differences`): a change is refused, or, with ``force``, recorded under
+    ``resumed_with_differences``. Used by every resume (cells, grown runs)."""
+    changed = differences(environment, collect_environment())
+    if changed and not force:
+        raise InputError(
+            f"cannot resume {out}: the code or environment differs from when it started "
+            f"({'; '.join(changed)}); --force resumes anyway"
+        )
+    return {**invocation, "resumed_with_differences": changed} if changed else invocation
+
+
 def plan(
     scenarios: Sequence[str],
     backends: Sequence[str],
@@ -314,14 +327,7 @@ def resume(out: Path, force: bool = False) -> Run:
     if not missing:
         emit(f"nothing to resume: all {len(chosen.cells)} cells are in {out}")
         return Run(environment, invocation, tuple(records))
-    changed = differences(environment, collect_environment())
-    if changed and not force:
-        raise InputError(
-            f"cannot resume {out}: the code or environment differs from when it started "
-            f"({'; '.join(changed)}); --force resumes anyway"
-        )
-    if changed:
-        invocation = {**invocation, "resumed_with_differences": changed}
+    invocation = resumable(out, environment, invocation, force)
     progress = Progress(out, len(chosen.cells))
     emit(f"resuming {out}: {missing} of {len(chosen.cells)} cells to run")
     try:

@@ -35,9 +35,9 @@ from ..execution.runner import (
     Progress,
     Stopped,
     check_outputs,
-    differences,
     execute,
     load_interrupted,
+    resumable,
 )
 from ..execution.runner import plan as plan_cells
 from ..sources import catalogue, load, resolve
@@ -311,14 +311,7 @@ def resume(out: Path, force: bool = False) -> Run:
     if invocation[GROWTH].get("stage") == DONE:
         emit(f"nothing to resume: the grown run in {out} is complete")
         return Run(environment, invocation, tuple(records))
-    changed = differences(environment, collect_environment())
-    if changed and not force:
-        raise InputError(
-            f"cannot resume {out}: the code or environment differs from when it started "
-            f"({'; '.join(changed)}); --force resumes anyway"
-        )
-    if changed:
-        invocation = {**invocation, "resumed_with_differences": changed}
+    invocation = resumable(out, environment, invocation, force)
     progress = Progress(out, len(chosen.cells))
     emit(f"resuming the grown run {out}")
     try:

@@ -139,6 +139,11 @@ def _counting(original: Callable, kind: str, is_device_array: Callable[[Any], bo
     return wrapper
 
 
+def _own(caller: str) -> bool:
+    """Whether a wait is the code's own, not the harness's wait for a backend's result."""
+    return not caller.rpartition(".")[0].startswith(HARNESS_WAITS)
+
+
 def _is_pending(tree: Any) -> bool:
     """Whether a device array of ``tree`` is still being computed."""
     import jax
@@ -165,7 +170,7 @@ def _waiting(original: Callable, events, waited_s: list[float]):
         try:
             return original(*args, **kwargs)
         finally:
-            if not caller.rpartition(".")[0].startswith(HARNESS_WAITS):
+            if _own(caller):
                 waited_s.append(time.perf_counter() - start)
             _state.depth = depth
 
@@ -234,12 +239,8 @@ def counting() -> Iterator[Made]:
 def summarize(made: Made) -> Conversions:
     """What `counting` collected, counted; the harness's own waits for a backend's result
     are left out."""
-
-    def own(caller: str) -> bool:
-        return not caller.rpartition(".")[0].startswith(HARNESS_WAITS)
-
-    waits = [caller for kind, caller in made.events if kind == WAIT and own(caller)]
-    pending = [caller for kind, caller in made.events if kind == PENDING and own(caller)]
+    waits = [caller for kind, caller in made.events if kind == WAIT and _own(caller)]
+    pending = [caller for kind, caller in made.events if kind == PENDING and _own(caller)]
     converted = [(kind, caller) for kind, caller in made.events if kind not in (WAIT, PENDING)]
     kinds = collections.Counter(kind for kind, _ in converted)
     callers = collections.Counter(caller for _, caller in converted)
