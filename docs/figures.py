@@ -29,7 +29,7 @@ from pathlib import Path
 
 from scanbench.cli.main import build_parser
 from scanbench.reports.model import build
-from scanbench.store import Run, load_run
+from scanbench.results import Run, load_run
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
