@@ -39,6 +39,7 @@ from ..probes.caches import evictor
 from ..probes.memory import tree_nbytes
 from ..probes.overheads import measure_all
 from ..probes.passes import count_cell, counts_per_call
+from ..probes.rates import measure_rates
 from ..probes.usage import Meter
 from ..sharding.distributed import (
     COORDINATOR,
@@ -478,7 +479,9 @@ def main(argv: list[str]) -> int:
         write_json_atomic(argv[3], profile_cell(Cell(**spec["cell"]), argv[2]))
         return 0
     if len(argv) == 2 and argv[0] == "environment":
-        write_json_atomic(argv[1], {**collect(), "overheads": measure_all()})
+        environment = collect()
+        rates = measure_rates(environment["platform"])  # arithmetic, a page fault, a call
+        write_json_atomic(argv[1], {**environment, "overheads": measure_all(), "rates": rates})
         return 0
     print(
         "usage: python -m scanbench.execution.worker "
