@@ -28,6 +28,7 @@ from .conversions import summarize as summarize_conversions
 from .extrapolation import POINTS, linear_counts
 from .gpu import command_buffers_enabled, count_gpu_events
 from .hlo import estimate, summarize
+from .lines import count_lines
 from .memory import call_peak, freed_memory_visible, static_plan, tree_nbytes
 from .operations import operations_of
 from .spans import measure_spans
@@ -35,6 +36,7 @@ from .trace import count_events, recording
 from .transfers import count_transfers
 
 OPERATIONS = ("flops", "transcendentals", "bytes_accessed")  # per call, static counts
+HOST_CODE = ("numpy", "scipy", "numba", "python")  # engines whose Python lines are counted
 
 
 def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
@@ -281,6 +283,12 @@ def count_cell(
         counts["static"] = static_counts(backend, prepared)
     except Exception as error:
         counts["static_error"] = f"{type(error).__name__}: {error}"
+    if backend.engine in HOST_CODE:  # a call of its own: tracing lines slows it down
+        try:
+            set_up()
+            counts["python"] = count_lines(lambda: call_and_wait(backend.run, prepared)).to_json()
+        except Exception as error:
+            counts["python_error"] = f"{type(error).__name__}: {error}"
     return counts
 
 
