@@ -36,9 +36,10 @@ SECTIONS = (
     "gpu_command_buffers",
     "linear",
     "conversions",
+    "python",
 )
 # probes whose failure is stored as ``<probe>_error`` (the others report inside a section)
-PROBES = ("trace", "transfers", "compilations", "static", "memory", "linear")
+PROBES = ("trace", "transfers", "compilations", "static", "memory", "linear", "python")
 
 
 @dataclasses.dataclass(frozen=True)

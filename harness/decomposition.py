@@ -20,17 +20,16 @@ For one call with median time ``T`` (untimed probes, same run, same device):
                     the host conversions (`scanbench.probes.conversions`) x [ready
                     conversion, the wait a pending one forces]
                 a range when a path is unknown; the shares use its middle
-    sync      = the share of the traced call the host spent inside the code's own
-                explicit waits (``block_until_ready``, timed by
-                `scanbench.probes.conversions`), x T: the host stops queueing ahead and
-                sleeps until the value is computed. What a wait costs depends on what it
-                waits for (XLA:CPU runs a small executable inline: the value is ready and
-                the wait is its Python call; a pending one sleeps for the rest of the
-                work and the wake-up), so it is measured in the cell, not priced by a
-                probe. The device work a wait sleeps through is in the device share too
-                (the parts then overlap): removing the waits saves at most this much.
-                Records without the measurement: waits x the probe's cost of one wait
-                after a small asynchronous call
+    sync      = the share of the traced call during which the host sat inside the code's
+                own explicit waits (``block_until_ready``, annotated in the trace by
+                `scanbench.probes.conversions`) *and no device was busy*
+                (`scanbench.probes.spans` ``wait_idle_s``), x T: a wait that sleeps
+                while the device computes costs nothing the device was not doing anyway;
+                the wake-up and a wait on a value already computed are what it costs.
+                Records stored before the idle part was measured: the time inside the
+                waits, but never more than the device-idle share of the traced call
+                (``sync_bound``: an upper bound); older still: waits x the probe's cost
+                of one wait after a small asynchronous call
     compile   = tracing, lowering and compiling inside the call (measured,
                 `scanbench.probes.compilations`; 0 for a warm, compiled backend)
     host      = T - all of the above: host work the probes do not name (Python between
@@ -39,6 +38,15 @@ For one call with median time ``T`` (untimed probes, same run, same device):
 When the parts add up to more than ``T`` (host and device work overlapped, or the
 profiler inflated the device share), ``host`` is 0 and ``overlap`` is the excess as a
 fraction of ``T``. The unit costs come from ``scanbench.probes.overheads``.
+
+**Reliable or not.** The measured shares come from one traced call; that call may run
+far from the median (a one-dispatch call traced at 6-28x its median at `smoke`: the
+profiler's start, a slow spell). The decomposition is *unreliable* (``reliable``
+False, ``unreliable`` says why) when the traced call, the profiler's recording cost taken
+out, took more than `TRACED_MAX` x the median (for a call that dispatches anything: host
+code has no traced share to misread), or when the parts add up to more than
+``T`` by over `ADD_UP` (``parts_fraction``): the diagnosis then reads its counts alone
+(counts x unit costs), not the traced shares.
 
 Results stored before the device time was measured have no ``spans``: their ``device``
 and ``host`` are None and ``remainder`` (= device + host) is all they say.
@@ -52,6 +60,16 @@ from typing import Any
 from .counts import Counts
 
 PARTS = ("dispatch", "launch", "transfer", "sync", "compile", "device", "host")
+TRACED_MAX = 2.0  # a traced call beyond this x the median: its shares are not the median's
+ADD_UP = 0.05  # parts may exceed the median by this much (estimates): more does not add up
+
+
+def _traced_wall_s(spans: Mapping[str, Any], event_s: float) -> float | None:
+    """The traced call's wall time without the profiler's recording cost."""
+    wall = spans.get("wall_s")
+    if not wall:
+        return None
+    return max(wall - (spans.get("events") or 0) * event_s, 1e-12)
 
 
 def sync_seconds(
@@ -60,14 +78,26 @@ def sync_seconds(
     spans: Mapping[str, Any],
     scale: float,
     costs: Mapping[str, Any],
-) -> float:
-    """The code's own waits in one call of ``median_s`` (see the module doc): the share of
-    the traced call the host spent inside them; records without that measurement price
-    each wait at the probe's cost of one wait (``scale``: per call)."""
-    waited, wall = conversions.get("waited_s"), spans.get("wall_s")
-    if waited is not None and wall:
-        return min(max(waited, 0.0) / wall, 1.0) * median_s
-    return scale * (conversions.get("waits") or 0) * costs.get("wait_s", 0.0)
+    device_s: float | None = None,
+) -> tuple[float, bool]:
+    """The code's own waits in one call of ``median_s`` (see the module doc), and whether
+    that is an upper bound: the device-idle share of the traced call inside them; for
+    records without it, the share the host spent inside them capped by the device-idle
+    share (``device_s``); without either, waits x the probe's cost of one (``scale``: per
+    call)."""
+    if not conversions.get("waits"):
+        return 0.0, False
+    wall = _traced_wall_s(spans, costs.get("profiler_event_s", 0.0))
+    idle = spans.get("wait_idle_s")
+    if idle is not None and wall:
+        return min(max(idle, 0.0) / wall, 1.0) * median_s, False
+    waited, traced = conversions.get("waited_s"), spans.get("wall_s")
+    if waited is not None and traced:
+        inside = min(max(waited, 0.0) / traced, 1.0) * median_s
+        if device_s is None:
+            return inside, True
+        return min(inside, max(median_s - device_s, 0.0)), True
+    return scale * (conversions.get("waits") or 0) * costs.get("wait_s", 0.0), False
 
 
 def _transfer_range(
@@ -145,13 +175,16 @@ def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict
     low, high = (scale * seconds for seconds in _transfer_range(transfers, conversions, costs))
     transfer = (low + high) / 2
     compile_s = scale * counts.compilations.get("total_s", 0.0)
-    sync = sync_seconds(median_s, counts.conversions, spans, scale, costs)
     device = device_seconds(median_s, spans, costs.get("profiler_event_s", 0.0))
     measured = device is not None
+    sync, sync_bound = sync_seconds(median_s, counts.conversions, spans, scale, costs, device)
     if measured and costs.get("platform", "cpu") == "cpu":
         device = max(device - launch, 0.0)
     device = device if measured else 0.0
     rest = median_s - dispatch - launch - transfer - sync - compile_s - device
+    parts = (median_s - rest) / median_s if median_s > 0 else 0.0
+    wall = _traced_wall_s(spans, costs.get("profiler_event_s", 0.0))
+    traced = None if wall is None or median_s <= 0 else scale * wall / median_s
     result: dict[str, Any] = {
         "dispatch_s": dispatch,
         "launch_s": launch,
@@ -168,9 +201,37 @@ def decompose(median_s: float, counts: Counts, costs: Mapping[str, Any]) -> dict
         "device_measured": measured,
         "launch_cost_known": launch_cost is not None,
         "compile_measured": "compilations" in counts.sections,
+        "sync_bound": sync_bound,
+        "parts_fraction": parts,
+        "traced_over_median": traced,
+        **_reliability(traced if trace.get("dispatches") else None, parts, measured),
     }
     for key in (*PARTS, "remainder", "transfer_low", "transfer_high"):
         seconds = result[f"{key}_s"]
         fraction = None if seconds is None else (seconds / median_s if median_s > 0 else 0.0)
         result[f"{key}_fraction"] = fraction
     return result
+
+
+def _reliability(traced: float | None, parts: float, measured: bool) -> dict[str, Any]:
+    """Whether the traced shares describe the median (see the module doc), and why not."""
+    why = []
+    if traced is not None and traced > TRACED_MAX:
+        why.append(f"the traced call took {traced:.1f}x the median")
+    if measured and parts > 1.0 + ADD_UP:
+        why.append(f"the parts add up to {parts:.0%} of the median")
+    return {"reliable": not why, "unreliable": "; ".join(why)}
+
+
+def decomposition_of(record: Any, environment: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored record's decomposition by the rules above, from its counts and the run's
+    unit costs (so that results stored under older rules read by these), else as stored."""
+    costs = environment.get("overheads") or {}
+    median = (record.stats or {}).get("median")
+    if record.status != "ok" or median is None or not costs or not record.counts:
+        return dict(record.decomposition)
+    try:
+        decomposition = decompose(median, record.counts, costs)
+    except KeyError:  # a unit cost an older run did not measure: what it stored
+        return dict(record.decomposition)
+    return dict(record.decomposition) if "error" in decomposition else decomposition

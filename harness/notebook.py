@@ -60,6 +60,7 @@ from .growth.points import Sweep
 from .growth.sweep import DEFAULT_BUDGET_S, DONE, GROWTH, Growth
 from .import_path import with_import_root
 from .probes.overheads import measure_all
+from .probes.rates import measure_rates
 from .results import Run, ScenarioFacts
 from .sources import write_pickled
 from .timing import TimingConfig
@@ -336,6 +337,8 @@ def _environment(probes: bool) -> dict[str, Any]:
     environment = collect(measure_bandwidth=False)
     if probes:
         environment["overheads"] = measure_all()
+        # the cost of a page fault and of a call; no arithmetic rate (Numba: seconds)
+        environment["rates"] = measure_rates(environment["platform"], arithmetic=False)
     return environment
 
 

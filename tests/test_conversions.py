@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import scanbench
-from scanbench.probes.conversions import count_conversions
+from scanbench.probes.conversions import count_conversions, counting
 
 Y = jnp.arange(4.0) + 1
 
@@ -87,6 +87,23 @@ def test_waits_are_counted_told_pending_or_ready_and_timed():
     counted = count_conversions(lambda: [jax.block_until_ready(ready) for _ in range(10)])
     assert (counted.waits, counted.pending_waits) == (10, 0)
     assert counted.waited_s < alone
+
+
+def test_a_wait_on_work_in_progress_is_not_idle_time_in_the_trace():
+    """The code's own waits are annotated in the trace; a wait that sleeps through a
+    matrix product overlaps the device's work, and only its wake-up is idle."""
+    from scanbench.probes.spans import measure_spans
+    from scanbench.probes.trace import recording
+
+    product = jax.jit(lambda a: (a @ a @ a).sum())
+    a = jnp.ones((1000, 1000))
+    jax.block_until_ready(product(a))  # compiled
+
+    with recording() as events, counting() as made:
+        jax.block_until_ready(product(a))
+    spans = measure_spans(events, wall_s=1.0)
+    assert len(made.waited_s) == 1 and spans.wait_s > 0.5 * made.waited_s[0]
+    assert spans.wait_idle_s < 0.5 * spans.wait_s, spans
 
 
 def _seconds(call) -> float:

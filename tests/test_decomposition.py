@@ -129,15 +129,47 @@ def test_a_dispatch_bound_backend_is_all_dispatch():
     assert parts["device_fraction"] == 0.0 and parts["transfer_fraction"] == 0.0
 
 
-def test_the_sync_share_is_the_measured_time_inside_the_waits():
-    """Waits timed in the counted call: their share of it, not a probe's unit price (a
-    wait on a value run inline costs its Python call, not a wake-up)."""
+def test_the_sync_share_is_the_device_idle_time_inside_the_waits():
+    """A wait costs the time the device sat idle inside it (the trace's ``wait_idle_s``);
+    records without it: the time inside the waits, capped by the device-idle share (an
+    upper bound); older still: the probe's price of a wait."""
     from scanbench.decomposition import sync_seconds
 
     costs = {"wait_s": 30e-6}
-    measured = {"waits": 200, "pending_waits": 150, "waited_s": 0.4e-3}
-    assert sync_seconds(2e-3, measured, {"wall_s": 2e-3}, 1.0, costs) == pytest.approx(0.4e-3)
+    measured = {"waits": 200, "pending_waits": 150, "waited_s": 1.6e-3}
+    spans = {"wall_s": 2e-3, "wait_s": 1.6e-3, "wait_idle_s": 0.4e-3}
+    assert sync_seconds(2e-3, measured, spans, 1.0, costs) == (pytest.approx(0.4e-3), False)
     # the traced call ran 2x slower than the timed ones: the share is what carries over
-    assert sync_seconds(2e-3, measured, {"wall_s": 4e-3}, 1.0, costs) == pytest.approx(0.2e-3)
-    older = {"waits": 200}  # a record before the waits were timed: the probe's price
-    assert sync_seconds(2e-3, older, {"wall_s": 2e-3}, 0.5, costs) == pytest.approx(3e-3)
+    slow = {**spans, "wall_s": 4e-3}
+    assert sync_seconds(2e-3, measured, slow, 1.0, costs) == (pytest.approx(0.2e-3), False)
+    # stored before the idle part was measured: 80% inside waits, but the device was busy
+    # 70% of the call, so the waits cost at most the other 30%
+    older = {"wall_s": 2e-3}
+    assert sync_seconds(2e-3, measured, older, 1.0, costs, device_s=1.4e-3) == (
+        pytest.approx(0.6e-3),
+        True,
+    )
+    oldest = {"waits": 200}  # before the waits were timed: the probe's price
+    assert sync_seconds(2e-3, oldest, older, 0.5, costs) == (pytest.approx(3e-3), False)
+    assert sync_seconds(2e-3, {"waits": 0, "waited_s": 0.0}, spans, 1.0, costs) == (0.0, False)
+
+
+def test_a_decomposition_from_a_traced_call_far_from_the_median_is_unreliable():
+    from scanbench.counts import Counts
+    from scanbench.decomposition import TRACED_MAX
+
+    costs = {"dispatch_queued_s": 3e-6, "h2d_latency_s": 2e-5, "h2d_bytes_per_s": 1e9}
+    counts = {
+        "trace": {"dispatches": 1, "kernels": 11},
+        "transfers": {"h2d": 0, "h2d_bytes": 0},
+        "spans": {"wall_s": 1.0e-3, "device_busy_s": 0.5e-3, "events": 30, "busy_events": 14},
+    }
+    fast = decompose(1.0e-3 / (TRACED_MAX + 4), Counts.from_json(counts), costs)
+    assert not fast["reliable"] and "the traced call took 6.0x the median" in fast["unreliable"]
+    close = decompose(0.9e-3, Counts.from_json(counts), costs)
+    assert close["reliable"] and close["unreliable"] == ""
+    # 400 dispatches x 1 us beside a device busy 95% of the call: 135% of the median
+    busy = {**counts["spans"], "device_busy_s": 0.95e-3, "events": 0, "busy_events": 0}
+    summed = {**counts, "spans": busy, "trace": {"dispatches": 400, "kernels": 0}}
+    over = decompose(1.0e-3, Counts.from_json(summed), {**costs, "dispatch_queued_s": 1e-6})
+    assert not over["reliable"] and "the parts add up to 135% of the median" in over["unreliable"]

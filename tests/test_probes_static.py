@@ -370,6 +370,20 @@ def test_device_busy_is_the_executing_time_and_kernel_busy_its_kernels():
     assert (spans.events, spans.busy_events) == (len(events), 5)  # executor + wait, while, 2
 
 
+def test_a_wait_costs_only_the_time_the_device_was_idle_inside_it():
+    worker = "tf_XLAPjRtCpuClient/1"
+    events = [
+        _event("ThunkExecutor::Execute", 100, 300, line=worker),  # busy 100..400
+        _event("ThunkExecutor::Execute", 600, 100, line=worker),  # busy 600..700
+        _event("scanbench wait", 150, 300),  # 150..450: idle only 400..450
+        _event("scanbench wait", 500, 50),  # 500..550: idle all along
+        _event("scanbench wait", 620, 40),  # inside the second execution: never idle
+    ]
+    spans = measure_spans(events, wall_s=1e-6)
+    assert spans.wait_s == pytest.approx(390e-9)
+    assert spans.wait_idle_s == pytest.approx(100e-9)
+
+
 def test_gpu_busy_time_is_read_per_device_plane():
     events = [
         _event("fusion", 0, 100, line="Stream #7(compute)", plane="/device:GPU:0"),

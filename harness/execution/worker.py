@@ -39,6 +39,8 @@ from ..probes.caches import evictor
 from ..probes.memory import tree_nbytes
 from ..probes.overheads import measure_all
 from ..probes.passes import count_cell, counts_per_call
+from ..probes.rates import measure_rates
+from ..probes.usage import Meter
 from ..safe_files import write_json_atomic
 from ..sharding.distributed import (
     COORDINATOR,
@@ -299,15 +301,24 @@ def _check_and_time(
     if not counts_only:
         known = first_call_s if first_call_known else None
         beacon.stage(SAMPLING_STAGE, f"sampling{part} (first call {format_seconds(first_call_s)})")
+        meter = Meter()  # cores and fresh pages of the timed calls (scanbench.probes.usage)
+
+        def sampled(count: int) -> None:
+            meter.sampled(count)
+            beacon.samples(count)
+
         timed = repeat(
             backend.run,
             prepared,
             timing,
             first_call_s=known,
-            on_sample=beacon.samples,
-            before=_before_sample(setup, cache),
+            on_sample=sampled,
+            before=meter.before(_before_sample(setup, cache)),
         )
         samples, sampling = timed.samples, timed.sampling(timing)
+        usage = meter.usage(len(samples))
+        if usage is not None:
+            sampling["usage"] = usage.to_json()
         calls = 1 + timed.warmup_calls + len(samples)
         snapshot.verify(inputs, f"during the first {calls} calls")
         if backend.checked:
@@ -468,7 +479,9 @@ def main(argv: list[str]) -> int:
         write_json_atomic(argv[3], profile_cell(Cell(**spec["cell"]), argv[2]))
         return 0
     if len(argv) == 2 and argv[0] == "environment":
-        write_json_atomic(argv[1], {**collect(), "overheads": measure_all()})
+        environment = collect()
+        rates = measure_rates(environment["platform"])  # arithmetic, a page fault, a call
+        write_json_atomic(argv[1], {**environment, "overheads": measure_all(), "rates": rates})
         return 0
     print(
         "usage: python -m scanbench.execution.worker "

@@ -70,6 +70,9 @@ KINDS = {
 LIBRARIES = ("jax", "jaxlib", "numpy")  # frames of these are not "the caller"
 # the harness's own wait for a backend's result (factories: "run returns a ready result")
 HARNESS_WAITS = ("scanbench.timing", "scanbench.factories")
+# the name of the code's own waits in a profiler trace: `scanbench.probes.spans` reads
+# how long the device was idle inside them
+WAIT_EVENT = "scanbench wait"
 WAIT = "wait"
 PENDING = "wait (pending)"  # a wait that found a value still being computed
 
@@ -155,7 +158,9 @@ def _is_pending(tree: Any) -> bool:
 
 def _waiting(original: Callable, events, waited_s: list[float]):
     """``block_until_ready`` counted as a wait, as pending when it will sleep, and timed
-    (``waited_s``: the host's seconds inside the code's own waits)."""
+    (``waited_s``: the host's seconds inside the code's own waits); each of the code's
+    own waits is also an annotated span of the profiler's trace (`WAIT_EVENT`)."""
+    import jax
 
     def wrapper(*args, **kwargs):
         depth = getattr(_state, "depth", 0)
@@ -166,11 +171,15 @@ def _waiting(original: Callable, events, waited_s: list[float]):
         if _is_pending(args):
             events.append((PENDING, caller))
         _state.depth = depth + 1
+        own = _own(caller)
         start = time.perf_counter()
         try:
-            return original(*args, **kwargs)
+            if not own:
+                return original(*args, **kwargs)
+            with jax.profiler.TraceAnnotation(WAIT_EVENT):  # placed in the trace, if any
+                return original(*args, **kwargs)
         finally:
-            if _own(caller):
+            if own:
                 waited_s.append(time.perf_counter() - start)
             _state.depth = depth
 

@@ -28,10 +28,15 @@ from .conversions import summarize as summarize_conversions
 from .extrapolation import POINTS, linear_counts
 from .gpu import command_buffers_enabled, count_gpu_events
 from .hlo import estimate, summarize
+from .lines import count_lines
 from .memory import call_peak, freed_memory_visible, static_plan, tree_nbytes
+from .operations import operations_of
 from .spans import measure_spans
 from .trace import count_events, recording
 from .transfers import count_transfers
+
+OPERATIONS = ("flops", "transcendentals", "bytes_accessed")  # per call, static counts
+HOST_CODE = ("numpy", "scipy", "numba", "python")  # engines whose Python lines are counted
 
 
 def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
@@ -41,6 +46,9 @@ def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
         return {"available": False, "reason": "backend exposes no compiled executables"}
     executables = {}
     kernels = launch = unknown = 0
+    operations: dict[str, float | None] = dict.fromkeys(OPERATIONS, 0.0)
+    operations_errors = []
+    custom_calls = 0
     for name, (compiled, calls) in backend.executables(prepared).items():
         result = estimate(compiled.as_text())
         executables[name] = {"calls_per_run": calls, **result.to_json()}
@@ -48,6 +56,14 @@ def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
             executables[name]["memory"] = static_plan(compiled)
         except Exception as error:  # the HLO counts stand without the plan
             executables[name]["memory"] = {"available": False, "reason": f"{error}"}
+        counted = operations_of(compiled)  # XLA's cost analysis x loop trip counts
+        executables[name]["operations"] = counted.to_json()
+        if counted.error is not None:
+            operations_errors.append(f"{name}: {counted.error}")
+        custom_calls += counted.custom_calls
+        for key, value in operations.items():
+            each = getattr(counted, key)
+            operations[key] = None if value is None or each is None else value + each * calls
         kernels += result.kernels * calls
         launch += result.launch_equivalent * calls
         unknown += result.unknown_trip_count_loops
@@ -56,6 +72,9 @@ def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
         "kernels": kernels,
         "launch_equivalent": launch,
         "unknown_trip_count_loops": unknown,
+        **operations,
+        "custom_calls": custom_calls,  # opaque to XLA's cost analysis: flops a lower bound
+        **({"operations_error": "; ".join(operations_errors)} if operations_errors else {}),
         "executables": executables,
     }
 
@@ -264,6 +283,12 @@ def count_cell(
         counts["static"] = static_counts(backend, prepared)
     except Exception as error:
         counts["static_error"] = f"{type(error).__name__}: {error}"
+    if backend.engine in HOST_CODE:  # a call of its own: tracing lines slows it down
+        try:
+            set_up()
+            counts["python"] = count_lines(lambda: call_and_wait(backend.run, prepared)).to_json()
+        except Exception as error:
+            counts["python_error"] = f"{type(error).__name__}: {error}"
     return counts
 
 

@@ -17,6 +17,12 @@ tuples, tested on synthetic events):
   pool thread works for): one union over all of them, the time at least one device was
   executing. On GPU: per ``/device:GPU:N`` plane, the union of its ``Stream #`` kernel
   and copy events (both numbers), and the largest plane's as the call's.
+- **idle waits**: the code's own waits (``block_until_ready``), annotated in the trace by
+  `scanbench.probes.conversions` (``WAIT_EVENT``): ``wait_s`` is the union of their spans
+  and ``wait_idle_s`` the part of it during which no device was busy. A wait that sleeps
+  while the device computes costs nothing the device was not doing anyway; the time the
+  device sat idle inside a wait (the wake-up, a wait on a value already computed) is
+  what the waits cost, and what the decomposition calls *sync*.
 - **host conversions**: ``np.asarray(jax.Array)`` events, one per device array turned into
   host data (``np.array(x)``, ``float(x)``, ``x.item()``...). On CPU they are zero-copy and
   the transfer guard does not log them, so this is the only count of them there.
@@ -38,6 +44,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .conversions import WAIT_EVENT
 from .trace import HOST_PLANE, PJIT, TraceEvent, is_kernel
 
 HOST_CONVERSION = "np.asarray(jax.Array)"
@@ -59,6 +66,8 @@ class Spans:
     events: int  # host-plane events recorded (each costs the profiler some time)
     busy_events: int  # of which, inside the device-busy time (CPU; 0 on GPU)
     host_conversions: int
+    wait_s: float = 0.0  # inside the code's own waits (their union)
+    wait_idle_s: float = 0.0  # of which, with no device busy
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -87,12 +96,15 @@ def measure_spans(events: Sequence[TraceEvent], wall_s: float) -> Spans:
     kernels: list[tuple[float, float]] = []
     executors: list[tuple[float, float]] = []
     inline: list[tuple[float, float]] = []
+    waits: list[tuple[float, float]] = []
     gpu: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
     conversions = busy_events = 0
     for event in host:
         span = (event.start_ns * 1e-9, (event.start_ns + event.duration_ns) * 1e-9)
         if event.name == HOST_CONVERSION:
             conversions += 1
+        elif event.name == WAIT_EVENT:
+            waits.append(span)
         elif event.line in calling:
             if is_kernel(event):
                 inline.append(span)
@@ -111,9 +123,14 @@ def measure_spans(events: Sequence[TraceEvent], wall_s: float) -> Spans:
         by_device = {device: union_ns(spans) for device, spans in sorted(gpu.items())}
         busy = kernel_busy = max(by_device.values())
         busy_events = 0  # device timestamps: the host profiler's cost is not in them
+        busy_spans = [span for spans in gpu.values() for span in spans]
     else:
         busy, kernel_busy = union_ns(kernels + executors), union_ns(kernels)
         by_device = {"cpu": busy} if busy else {}
+        busy_spans = kernels + executors
+    waited = union_ns(waits)
+    # the part of the waits with some device busy: |W| + |B| - |W u B|
+    overlapped = waited + union_ns(busy_spans) - union_ns(waits + busy_spans)
     return Spans(
         wall_s=wall_s,
         device_busy_s=busy,
@@ -123,4 +140,6 @@ def measure_spans(events: Sequence[TraceEvent], wall_s: float) -> Spans:
         events=len(host),
         busy_events=busy_events,
         host_conversions=conversions,
+        wait_s=waited,
+        wait_idle_s=max(waited - overlapped, 0.0),
     )

@@ -1,0 +1,198 @@
+"""Rates of this machine that turn counts into times, measured once per run.
+
+The diagnosis names a cell compute-bound, memory-bound or a host loop only when a count
+times one of these rates accounts for the time (`scanbench.diagnosis`); the rates are
+measured in the run, on the same machine, like the unit costs of
+`scanbench.probes.overheads` and the copy bandwidths of `scanbench.probes.caches`:
+
+- **arithmetic** (``flops_per_s``): floating-point operations per second of a kernel that
+  does nothing else, per dtype, on one thread and on every usable core. The kernel keeps
+  an array of 1024 elements in L1 and applies ``v = v * a + b`` eight times per element
+  and round (Numba, ``fastmath``: one fused multiply-add, two flops, per step; the
+  elements are independent, so the loop vectorises and the chains overlap). On the
+  2-core AMD EPYC VM this project is developed on it reaches about 80 GFLOP/s in float32
+  and 43 in float64 per core: the FMA units' peak (2 x 256-bit FMAs per cycle). No
+  workload's mix of operations goes faster, so a count at this rate is a floor of its
+  arithmetic time. On a GPU the same chain runs as a jitted elementwise function over
+  2^24 elements on the device (`device_flops_per_s`).
+- **a page fault** (``fault_s``): what touching freshly mapped memory costs per minor
+  fault, over writing memory already touched: a 64 MiB buffer (above glibc's largest
+  mmap threshold, so mapped afresh by every allocation, as a large output is) written
+  fresh against written again, divided by the faults counted (``getrusage``). The
+  kernel's zeroing of each page is in it. With transparent huge pages a fault maps 2 MiB,
+  so the cost is per fault, not per byte, and the cell's faults are counted the same way
+  (`scanbench.probes.usage`).
+- **a NumPy call** (``numpy_call_s``): one ``np.add`` of two 1-element arrays into a
+  third, from Python: the fixed cost of a call into a library from a Python loop (its
+  argument parsing and dispatch, no work).
+
+Each is the best (arithmetic: the difference between calls of 2R and R rounds, so that
+starting a parallel region is not in it) or the median (faults, calls) of repeated
+measurements.
+"""
+
+from __future__ import annotations
+
+import functools
+import resource
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .caches import usable_threads
+
+DTYPES = ("float32", "float64")
+ELEMENTS = 1024  # per thread: 4-8 KiB, in L1
+STEPS = 8  # fused multiply-adds per element and round
+TIMED_S = 0.02  # each measurement runs about this long
+FAULT_BYTES = 64 * 2**20
+NUMPY_CALLS = 2000
+
+
+@functools.cache
+def _kernels() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The FMA chain for one thread and over threads (``prange``), compiled on first use
+    (Numba is imported here, not with the module: start-up cost)."""
+    import numba
+
+    def chain(x, a, b, rounds):
+        for _ in range(rounds):
+            for i in range(x.size):
+                v = x[i]
+                v = v * a + b
+                v = v * a + b
+                v = v * a + b
+                v = v * a + b
+                v = v * a + b
+                v = v * a + b
+                v = v * a + b
+                v = v * a + b
+                x[i] = v
+
+    one = numba.njit(fastmath=True, cache=True)(chain)
+
+    def over_threads(xs, a, b, rounds):
+        for t in numba.prange(xs.shape[0]):
+            one(xs[t], a, b, rounds)
+
+    every = numba.njit(fastmath=True, parallel=True, cache=True)(over_threads)
+    return one, every
+
+
+def _best_rate(run: Callable[[int], None], flops_per_round: float, repeats: int = 5) -> float:
+    """Flops per second of ``run(rounds)``, with its fixed cost per call (a parallel
+    region's start: milliseconds when threads must be woken on a busy machine) taken out:
+    rounds are doubled until a call takes `TIMED_S` more than a call of one round, then
+    the best of ``repeats`` calls of 2R rounds against the best of R."""
+
+    def best(count: int, times: int = repeats) -> float:
+        fastest = float("inf")
+        for _ in range(times):
+            start = time.perf_counter()
+            run(count)
+            fastest = min(fastest, time.perf_counter() - start)
+        return fastest
+
+    fixed = best(1, 3)  # compiled and warm: a call of one round is mostly its fixed cost
+    rounds = 2
+    while best(rounds, 1) < fixed + TIMED_S and rounds < 2**30:
+        rounds *= 2
+    single, double = best(rounds), best(2 * rounds)
+    if double > single:
+        return flops_per_round * rounds / (double - single)
+    return flops_per_round * 2 * rounds / double  # too noisy to subtract: a lower bound
+
+
+def host_flops_per_s(dtype: str, threads: int | None = None) -> dict[str, float]:
+    """The FMA chain's flops per second in ``dtype`` on one thread and on ``threads``
+    threads (default: every usable core)."""
+    one, every = _kernels()
+    threads = threads or usable_threads()
+    kind = np.dtype(dtype).type
+    a, b = kind(0.999), kind(0.001)  # converges to 1: no overflow, no denormals
+    x = np.ones(ELEMENTS, dtype)
+    xs = np.ones((threads, ELEMENTS), dtype)
+    per_round = 2.0 * STEPS * ELEMENTS
+    return {
+        "one": _best_rate(lambda rounds: one(x, a, b, rounds), per_round),
+        "all": _best_rate(lambda rounds: every(xs, a, b, rounds), per_round * threads),
+        "threads": float(threads),
+    }
+
+
+def device_flops_per_s(dtype: str, elements: int = 2**24, rounds: int = 16) -> float:
+    """The same chain as a jitted elementwise function on the default device (GPU runs),
+    waited for; flops per second of the best of five calls."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def chain(x):
+        def step(_, v):
+            for _ in range(STEPS):
+                v = v * 0.999 + 0.001
+            return v
+
+        return lax.fori_loop(0, rounds, step, x)
+
+    x = jnp.ones(elements, dtype)
+    run = jax.jit(chain)
+    jax.block_until_ready(run(x))
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        jax.block_until_ready(run(x))
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * STEPS * rounds * elements / best
+
+
+def fault_cost(nbytes: int = FAULT_BYTES, repeats: int = 7) -> dict[str, float]:
+    """Seconds per minor page fault of writing freshly mapped memory, over writing memory
+    already touched, and the bytes one fault mapped on average (see the module doc)."""
+    kept = np.empty(nbytes // 8)
+    kept.fill(0.0)
+    extra, faults = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        kept.fill(1.0)
+        warm = time.perf_counter() - start
+        fresh = np.empty(nbytes // 8)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        start = time.perf_counter()
+        fresh.fill(1.0)
+        cold = time.perf_counter() - start
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        del fresh
+        extra.append(max(cold - warm, 0.0))
+    count = max(float(np.median(faults)), 1.0)
+    return {"fault_s": float(np.median(extra)) / count, "fault_bytes": nbytes / count}
+
+
+def numpy_call_cost(calls: int = NUMPY_CALLS, repeats: int = 7) -> dict[str, float]:
+    """Seconds of one ``np.add`` of 1-element arrays from a Python loop (median)."""
+    a, b, out = np.ones(1), np.ones(1), np.empty(1)
+    add = np.add
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            add(a, b, out=out)
+        samples.append((time.perf_counter() - start) / calls)
+    return {"numpy_call_s": float(np.median(samples))}
+
+
+def measure_rates(platform: str = "cpu", arithmetic: bool = True) -> dict[str, Any]:
+    """Every rate of the module doc (a few seconds, most of it importing Numba, which
+    compiles its kernels on the first run and caches them); without ``arithmetic`` (the
+    notebook API, where seconds count) only the fault and call costs."""
+    rates: dict[str, Any] = {"platform": platform, **fault_cost(), **numpy_call_cost()}
+    if not arithmetic:
+        return rates
+    if platform == "gpu":
+        flops = {dtype: {"device": device_flops_per_s(dtype)} for dtype in DTYPES}
+    else:
+        flops = {dtype: host_flops_per_s(dtype) for dtype in DTYPES}
+    kernel = f"{STEPS} dependent fused multiply-adds per element and round"
+    return {**rates, "flops_per_s": flops, "flops_kernel": kernel}
