@@ -505,7 +505,8 @@ class Record:
 
     @property
     def disturbed(self) -> bool:
-        """The machine was busy while this cell ran (see `scanbench.execution.interference`)."""
+        """The machine was busy while this cell ran, or its samples had a slow spell (see
+        `scanbench.execution.interference`, `scanbench.spells`)."""
         return bool(self.interference.get("disturbed"))
 
     def __post_init__(self) -> None:

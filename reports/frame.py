@@ -12,7 +12,10 @@ Derived columns (all from stored values; nothing is re-measured):
     x_fastest                       median / fastest median of the same run and table
     fastest, tie                    the fastest cell of its table, and the cells whose 95%
                                     bootstrap interval of median / fastest median holds 1
-    disturbed, disturbed_why        the machine was busy while the cell ran (the reasons)
+    disturbed, disturbed_why        the machine was busy while the cell ran, or its samples
+                                    had a slow spell (the reasons)
+    set_aside, set_aside_why        how many earlier measurements of the cell were set aside
+                                    as disturbed before this one, and why (their reasons)
     scale, scaled_from              measured on part of the work and scaled by ``scale``
                                     (1.0: measured whole); samples_s holds scaled samples
     rel_width, stop                 achieved 95% interval width of the median / median, and
@@ -158,6 +161,20 @@ def _memory_columns(counts: Counts) -> dict:
     }
 
 
+def _set_aside(interference: dict[str, Any]) -> dict[str, Any]:
+    """The measurements of a cell set aside as disturbed before the one kept
+    (`scanbench.execution.remeasure`; ``interference`` is the kept record's): how many,
+    and what disturbed each."""
+    aside = interference.get("set_aside") or ()
+    why = [
+        "; ".join((attempt.get("interference") or {}).get("reasons", ()))
+        or attempt.get("error")
+        or attempt.get("status", "")
+        for attempt in aside
+    ]
+    return {"set_aside": len(aside), "set_aside_why": " | ".join(why)}
+
+
 def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per record of every run (ratios computed within each run)."""
     rows = []
@@ -225,6 +242,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "phases_s": dict(record.extra.get("phases_s") or {}),
                     "disturbed": record.disturbed,
                     "disturbed_why": "; ".join(record.interference.get("reasons", ())),
+                    **_set_aside(dict(record.interference)),
                     "unit": unit,
                     "work_amount": work.get(unit),
                     "throughput": work.get(unit) / median if unit in work and median else None,

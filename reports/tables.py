@@ -83,13 +83,21 @@ def fastest_names(ok: pd.DataFrame) -> str:
 
 
 def disturbed_notes(ok: pd.DataFrame) -> list[str]:
-    """One line per disturbed cell: why its numbers may not hold."""
-    return [
-        f"{row.backend}: measured while the machine was busy ({row.disturbed_why}); "
-        "its numbers may not hold"
-        for row in ok.itertuples()
-        if row.disturbed
-    ]
+    """One line per disturbed cell: why its numbers may not hold; and one per cell
+    measured again, saying what the measurements set aside had."""
+    notes = []
+    for row in ok.itertuples():
+        if row.disturbed:
+            notes.append(
+                f"{row.backend}: disturbed ({row.disturbed_why}); its numbers may not hold"
+            )
+        if getattr(row, "set_aside", 0):
+            kept = "also disturbed" if row.disturbed else "undisturbed"
+            notes.append(
+                f"{row.backend}: measured {row.set_aside + 1} times; the numbers are of the "
+                f"last ({kept}), {row.set_aside} set aside as disturbed ({row.set_aside_why})"
+            )
+    return notes
 
 
 def _precision(row) -> str:
@@ -367,7 +375,8 @@ COLUMN_HELP = (
     "run; *x fastest*: median / fastest median of the same run in the table (*tie*: the 95% "
     "bootstrap interval of that ratio includes 1, so the two are not told apart); "
     "*(disturbed)*: the machine was busy while the cell ran (more runnable tasks than cores, "
-    "CPU steal, or a calibration probe that drifted), see the note under the table; *x BW "
+    "CPU steal, or a calibration probe that drifted) or its samples had a slow spell (a run "
+    "of samples at least 1.25x the others' median), see the note under the table; *x BW "
     "bound*: median / (minimum bytes moved / measured memory bandwidth), 1.0 would be a "
     "solver running at memory speed; *x roofline*: median / the median of the scenario's "
     "roofline kernel (its arithmetic alone, hand-written, the same work, same run: strategy "

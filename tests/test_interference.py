@@ -151,7 +151,7 @@ def test_the_gate_does_not_decide_an_invariant_on_a_disturbed_cell():
 def test_reports_mark_disturbed_cells_with_their_reasons():
     text = markdown.render(build([disturbed_run()]))
     assert "(disturbed)" in text
-    assert "- **scanned-time-major**: measured while the machine was busy (3.0 runnable" in text
+    assert "- **scanned-time-major**: disturbed (3.0 runnable" in text
 
 
 def test_ties_are_ties():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..api import InputError
 from ..results import Run, load_run
+from ..execution.remeasure import REMEASURE
 from ..sharding.distributed import distributed_settings
 from ..timing import TimingConfig
 from .options import cell_options, comma_list, number, params, positive, scenarios
@@ -147,6 +148,15 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
         help="untimed warm-up calls (default 1)",
     )
     parser.add_argument(
+        "--remeasure",
+        type=number(int, "--remeasure", 0, low_open=False),
+        default=REMEASURE,
+        metavar="N",
+        help="measure a disturbed cell (a busy machine, or a slow spell in its samples) "
+        f"again, up to N times, keeping the first undisturbed measurement (default "
+        f"{REMEASURE}; 0: never)",
+    )
+    parser.add_argument(
         "--timeout",
         type=positive(float, "--timeout"),
         default=1800.0,
@@ -187,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         "params": params(args),
         "overlap": not args.no_overlap,
         "caches": ("warm", "cold") if args.cache == "both" else (args.cache,),
+        "remeasure": args.remeasure,
     }
     if args.grow or args.grow_budget is not None:
         return _grow(args, sizes, options, out)

@@ -27,8 +27,13 @@ records, per cell:
 - the 1-minute load average before and after (shown, not decided on: it includes the
   cell's own work and lags by a minute).
 
-A cell is *disturbed* when any threshold below is crossed; the reports mark it and the
-gate refuses to decide an invariant on it. On a system without ``/proc`` only the probe
+A cell is also disturbed when its samples, in the order taken, had a *slow spell*
+(`scanbench.spells`: a run of samples at a level well above the others'), the machine
+slowing down in the middle of the cell while the probe read the same before and after.
+
+A cell is *disturbed* when any threshold below is crossed or a slow spell is found; the
+run measures it again (`scanbench.execution.launcher.remeasured`), the reports mark it
+and the gate refuses to decide an invariant on it. On a system without ``/proc`` only the probe
 is measured. A cell that keeps every core busy itself (XLA's thread pool, a sharded
 backend's device per core) is not disturbed: more tasks than cores were runnable, but
 they were its own; the machine was busy when more tasks than cores were runnable *and*
@@ -49,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..spells import SlowSpell, find_spell
 
 # after/before probe time beyond this (or below its inverse): disturbed. Two probes a
 # moment apart on a quiet 2-core VM differ by more than 1.25x in ~8% of pairs, by more
@@ -225,8 +232,38 @@ class OtherTask:
 
 
 @dataclasses.dataclass(frozen=True)
+class SetAside:
+    """An earlier measurement of a cell, set aside because it was disturbed (the run
+    measured the cell again): how it ended, what disturbed it, and its samples."""
+
+    status: str
+    error: str | None = None
+    interference: Interference | None = None
+    samples_s: tuple[float, ...] = ()
+    median_s: float | None = None
+    wall_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **dataclasses.asdict(self),
+            "interference": None if self.interference is None else self.interference.to_json(),
+            "samples_s": list(self.samples_s),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SetAside:
+        names = {field.name for field in dataclasses.fields(cls)}
+        fields = {key: value for key, value in data.items() if key in names}
+        if fields.get("interference") is not None:
+            fields["interference"] = Interference.from_json(fields["interference"])
+        fields["samples_s"] = tuple(fields.get("samples_s", ()))
+        return cls(**fields)
+
+
+@dataclasses.dataclass(frozen=True)
 class Interference:
-    """What the machine was doing around and during one cell, and the verdict."""
+    """What the machine was doing around and during one cell, whether its samples had a
+    slow spell, the verdict, and the measurements of the cell set aside before this one."""
 
     probe_before_s: float | None = None
     probe_after_s: float | None = None
@@ -239,8 +276,10 @@ class Interference:
     load_before: float | None = None
     load_after: float | None = None
     cores: int | None = None
+    slow_spell: SlowSpell | None = None
     disturbed: bool = False
     reasons: tuple[str, ...] = ()
+    set_aside: tuple[SetAside, ...] = ()
 
     @property
     def drift(self) -> float | None:
@@ -253,6 +292,8 @@ class Interference:
             **dataclasses.asdict(self),
             "reasons": list(self.reasons),
             "others_seen": [dataclasses.asdict(task) for task in self.others_seen],
+            "slow_spell": None if self.slow_spell is None else self.slow_spell.to_json(),
+            "set_aside": [attempt.to_json() for attempt in self.set_aside],
             "drift": self.drift,
         }
 
@@ -262,7 +303,27 @@ class Interference:
         fields = {key: value for key, value in data.items() if key in names}
         fields["reasons"] = tuple(fields.get("reasons", ()))
         fields["others_seen"] = tuple(OtherTask(**task) for task in fields.get("others_seen", ()))
+        if fields.get("slow_spell") is not None:
+            fields["slow_spell"] = SlowSpell.from_json(fields["slow_spell"])
+        fields["set_aside"] = tuple(SetAside.from_json(a) for a in fields.get("set_aside", ()))
         return cls(**fields)
+
+
+def with_slow_spell(
+    interference: Interference, samples: tuple[float, ...], seed: int
+) -> Interference:
+    """The verdict with the slow-spell test of ``samples`` (in the order taken; the
+    permutations drawn from ``seed``, `scanbench.spells.find_spell`) added: a spell makes
+    the cell disturbed, its extent given among the reasons."""
+    spell = find_spell(samples, seed)
+    if spell is None:
+        return interference
+    return dataclasses.replace(
+        interference,
+        slow_spell=spell,
+        disturbed=True,
+        reasons=(*interference.reasons, spell.describe()),
+    )
 
 
 def _named(seen: tuple[OtherTask, ...], samples: int) -> str:

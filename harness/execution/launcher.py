@@ -31,9 +31,11 @@ from ..units import format_duration, format_seconds
 from ..xla_options import merge, refusal_message, refusals
 from .cells import Cell, cell_spec, scenario_of
 from .heartbeat import PROGRESS_FILE, heartbeat
+from .interference import Interference, with_slow_spell
 from .interrupts import raise_if_interrupted
 from .overlap import Machine, is_stopped, run_worker
 from .processes import Finished, run_worker_process, stderr_tail
+from .remeasure import REMEASURE, remeasured
 
 
 def _worker_command(*args: str, python: str | None = None) -> list[str]:
@@ -155,7 +157,8 @@ def run_cell_in_worker(
     ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
     `scanbench.execution.worker.run_cell`; ``python``: the interpreter (default: this one);
     ``machine``: shared with the run's other cells (`scanbench.execution.overlap`; default: its own,
-    one slot). The interference is measured over the cell's quiet stages."""
+    one slot). The interference is measured over the cell's quiet stages, and its samples
+    are tested for a slow spell (`scanbench.execution.interference.with_slow_spell`)."""
     started = time.perf_counter()
     machine = machine or Machine()
     environ = worker_environ(cell, os.environ if environ is None else environ)
@@ -177,11 +180,17 @@ def run_cell_in_worker(
             machine,
         )
     wall_s = time.perf_counter() - started
+    interference = finished.interference or {}
     if error is not None:
         record = _failed_record(cell, error, wall_s)
     else:
         with machine.untimed():  # never beside another cell's samples (scanbench.execution.overlap)
             record = with_stats(Record.from_json(data), timing.confidence)
+            if record.status == "ok" and record.samples_s:
+                tested = with_slow_spell(
+                    Interference.from_json(interference), record.samples_s, record.seed
+                )
+                interference = tested.to_json()
     phases = dict(record.extra.get("phases_s", {}))
     if finished.waited_s > 0.01:
         phases["waiting to start"] = finished.waited_s
@@ -194,7 +203,7 @@ def run_cell_in_worker(
         phases["process start-up and exit"] = max(0.0, wall_s - accounted)
     phases["interference probes"] = finished.probes_s
     extra = {**record.extra, "phases_s": phases, "cells_at_once": machine.slots}
-    return dataclasses.replace(record, interference=finished.interference or {}, extra=extra)
+    return dataclasses.replace(record, interference=interference, extra=extra)
 
 
 def with_stats(record: Record, confidence: float) -> Record:
@@ -299,15 +308,20 @@ def measuring(
     probes: bool = True,
     count_parts: bool = False,
     machine: Machine | None = None,
+    remeasure: int = REMEASURE,
 ) -> Measure:
     """How a run measures each of its cells: `measure_cell` with these settings, every
-    cell under the same ``machine`` (`scanbench.execution.overlap`)."""
+    cell under the same ``machine`` (`scanbench.execution.overlap`), a disturbed cell
+    measured again up to ``remeasure`` times (`scanbench.execution.remeasure`)."""
     machine = machine or Machine()
 
     def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
-        return measure_cell(
-            cell, timing, timeout_s, environment, probes, emit, count_parts, machine
-        )
+        def once() -> Record:
+            return measure_cell(
+                cell, timing, timeout_s, environment, probes, emit, count_parts, machine
+            )
+
+        return remeasured(once, remeasure, emit)
 
     return measure
 

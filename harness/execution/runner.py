@@ -31,6 +31,7 @@ from .journal import Journal, journal_path, read_journal
 from .launcher import Measure, collect_environment, emit, measuring, run_cells
 from .overlap import Machine, cells_at_once
 from .reference_cache import run_cache
+from .remeasure import REMEASURE
 
 # environment keys that must match for a run to be resumed (else --force)
 RESUME_MUST_MATCH = (
@@ -58,6 +59,7 @@ class Plan:
     overlap: bool = (
         False  # two cells at once where the machine allows (scanbench.execution.overlap)
     )
+    remeasure: int = REMEASURE  # a disturbed cell measured again (scanbench.execution.remeasure)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class Plan:
             "probes": self.probes,
             "count_parts": self.count_parts,
             "overlap": self.overlap,
+            "remeasure": self.remeasure,
         }
 
     @classmethod
@@ -79,6 +82,7 @@ class Plan:
                 bool(invocation["probes"]),
                 bool(invocation.get("count_parts", False)),
                 bool(invocation.get("overlap", False)),  # runs stored before it: alone
+                int(invocation.get("remeasure", 0)),  # runs stored before it: never again
             )
         except (KeyError, TypeError, ValueError) as error:
             raise StoreError(
@@ -182,7 +186,13 @@ def execute(
     with journal, signals_raise(), run_cache():  # see scanbench.execution.reference_cache
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
         measure = measuring(
-            plan.timing, plan.timeout_s, dict(environment), plan.probes, plan.count_parts, machine
+            plan.timing,
+            plan.timeout_s,
+            dict(environment),
+            plan.probes,
+            plan.count_parts,
+            machine,
+            plan.remeasure,
         )
         measure = measure if wrap is None else wrap(measure)
         run_cells(todo, measure, show_progress, on_record=save, machine=machine)
@@ -236,6 +246,7 @@ def plan(
     params: Mapping[str, Sequence[str]] | None = None,
     overlap: bool = True,
     caches: Sequence[str] = (WARM,),
+    remeasure: int = REMEASURE,
 ) -> tuple[Plan, dict[str, Any]]:
     """The cells of a new run (every size x selected cell x device count, every name
     checked) and the invocation stored with it, which holds the plan (for ``--resume``)
@@ -251,7 +262,7 @@ def plan(
         for count in devices
         for cache in caches
     ]
-    chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts, overlap)
+    chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts, overlap, remeasure)
     facts = {}
     for cell in cells:
         scenario = load(cell.source)  # loaded once per process (scanbench.sources)

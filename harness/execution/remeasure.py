@@ -1,0 +1,83 @@
+"""A disturbed cell is measured again: the first undisturbed measurement is kept, and
+the ones set aside are stored with it.
+
+A cell is *disturbed* when the machine was busy while it ran or its samples had a slow
+spell (`scanbench.execution.interference`). Its median may then describe the disturbance
+rather than the code, so the run measures it again, in a fresh worker as the first time,
+up to ``times`` more times, and keeps:
+
+- the first measurement that is not disturbed;
+- else (every measurement disturbed) the last one that succeeded, still marked
+  disturbed: the reports say so and the gate does not decide on it.
+
+Nothing measured is dropped: each measurement set aside is stored in the kept record's
+``interference.set_aside`` (its status and error, what disturbed it, its samples and
+median), and the wall time they took is a stage of the cell's run time. Only timed cells
+are measured again: a failed or skipped cell, or one counted and not timed, is what it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from ..api import Record
+from .interference import Interference, SetAside
+
+REMEASURE = 2  # measurements after the first, at most, while the cell stays disturbed
+SET_ASIDE_STAGE = "measured again (disturbed measurements set aside)"
+
+
+def needs_another(record: Record) -> bool:
+    """A timed cell whose measurement was disturbed."""
+    return record.status == "ok" and bool(record.samples_s) and record.disturbed
+
+
+def set_aside(record: Record) -> SetAside:
+    """What a measurement set aside keeps of the record."""
+    interference = (
+        Interference.from_json(dict(record.interference)) if record.interference else None
+    )
+    return SetAside(
+        status=str(record.status),
+        error=record.error,
+        interference=interference,
+        samples_s=tuple(record.samples_s),
+        median_s=record.stats.get("median"),
+        wall_s=sum((record.extra.get("phases_s") or {}).values()) or record.wall_s,
+    )
+
+
+def _reasons(record: Record) -> str:
+    return "; ".join(record.interference.get("reasons", ())) or "disturbed"
+
+
+def remeasured(
+    measure_once: Callable[[], Record],
+    times: int = REMEASURE,
+    emit: Callable[[str], None] | None = None,
+) -> Record:
+    """``measure_once()``, again while the cell is disturbed, up to ``times`` more times
+    (see the module doc for which measurement is kept); ``emit`` gets a line each time
+    the cell is measured again."""
+    attempts = [measure_once()]
+    while needs_another(attempts[-1]) and len(attempts) <= times:
+        if emit is not None:
+            label = f"{attempts[-1].scenario}/{attempts[-1].backend}/{attempts[-1].size}"
+            emit(
+                f"{label}: disturbed ({_reasons(attempts[-1])}); measuring it again "
+                f"({len(attempts)} of {times})"
+            )
+        attempts.append(measure_once())
+    if len(attempts) == 1:
+        return attempts[0]
+    # a measurement again that failed: the one before it is kept
+    kept = len(attempts) - 1 if attempts[-1].status == "ok" else len(attempts) - 2
+    aside = tuple(set_aside(r) for index, r in enumerate(attempts) if index != kept)
+    record = attempts[kept]
+    interference = Interference.from_json(dict(record.interference))
+    interference = dataclasses.replace(interference, set_aside=aside)
+    phases = dict(record.extra.get("phases_s") or {})
+    phases[SET_ASIDE_STAGE] = sum(attempt.wall_s or 0.0 for attempt in aside)
+    extra = {**record.extra, "phases_s": phases}
+    return dataclasses.replace(record, interference=interference.to_json(), extra=extra)
