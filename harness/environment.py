@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .credentials import public_url
 from .import_path import import_root
 from .probes.caches import DRAM, Level, measure_levels
 
@@ -84,7 +85,8 @@ def git_facts(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any] | Non
         "subject": subject,
         "parents": parents.split(),
         "branch": branch.stdout.strip() if branch.returncode == 0 else None,
-        "remote": remote.stdout.strip() if remote.returncode == 0 else None,
+        # never its credentials: a CI checkout's remote carries its token
+        "remote": public_url(remote.stdout.strip()) if remote.returncode == 0 else None,
         "dirty": (git_commit(cwd) or "").endswith("-dirty"),
     }
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import Record, StoreError
+from .credentials import redact
 
 SCHEMA_VERSION = 1
 
@@ -110,8 +111,9 @@ def _umask() -> int:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write text (UTF-8) to ``path`` as `write_bytes_atomic` does."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
+    """Write text (UTF-8) to ``path`` as `write_bytes_atomic` does, without credentials
+    (`scanbench.credentials.redact`: results, reports and summaries all come here)."""
+    return write_bytes_atomic(path, redact(text).encode("utf-8"))
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -335,8 +337,8 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         text = source.read_text(encoding="utf-8")
     except OSError as error:
         raise StoreError(f"{source}: cannot read results file ({error.strerror})") from None
-    try:
-        data = json.loads(text)
+    try:  # redacted: a file written before credentials were stripped shows none either
+        data = json.loads(redact(text))
     except json.JSONDecodeError as error:
         raise StoreError(
             f"{source}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"

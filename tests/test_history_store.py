@@ -197,10 +197,11 @@ def test_a_history_path_that_is_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_credentials_never_reach_the_store():
-    assert (
-        store.public_remote("https://user:t0ken@github.com/o/r.git") == "https://github.com/o/r.git"
-    )
-    assert store.public_remote("git@github.com:o/r.git") == "git@github.com:o/r.git"
+    def remote(url):
+        return store.commit_of({"git": {"commit": "a" * 40, "remote": url}})[0].remote
+
+    assert remote("https://user:t0ken@github.com/o/r.git") == "https://github.com/o/r.git"
+    assert remote("git@github.com:o/r.git") == "git@github.com:o/r.git"
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import Record, StoreError
+from ..credentials import redact
 
 JOURNAL_VERSION = 1
 
@@ -28,7 +29,7 @@ def journal_path(results: str | os.PathLike[str]) -> Path:
 
 
 def _append_line(handle, data: Any) -> None:
-    handle.write(json.dumps(data) + "\n")
+    handle.write(redact(json.dumps(data)) + "\n")
     handle.flush()
     os.fsync(handle.fileno())
 
@@ -85,7 +86,7 @@ def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Any], list[Recor
             is malformed.
     """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = redact(path.read_text(encoding="utf-8")).splitlines()
     except OSError as error:
         raise StoreError(f"{path}: cannot read journal ({error.strerror})") from None
     parsed = []

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import HarnessError, Record, Strategy
+from ..credentials import redact
 from ..decomposition import decompose
 from ..probes.gpu import with_command_buffers
 from ..sharding.distributed import environ_for
@@ -395,7 +396,7 @@ def run_cells(
 def emit(line: str) -> None:
     """A progress line on stderr, flushed (CI logs show it as it happens); one write, so
     the lines of two cells running at once never mix."""
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(redact(line) + "\n")
     sys.stderr.flush()
 
 

@@ -27,12 +27,12 @@ import os
 import re
 import stat
 import tempfile
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..api import Record, StoreError
+from ..credentials import public_url, redact
 from ..store import Run, load_run
 from .entry import SHA, CellPoint, Commit, Entry, Machine, Setup
 
@@ -46,17 +46,6 @@ def run_id(run: Run) -> str:
     """SHA-256 of the run's canonical JSON (key order and spacing do not matter)."""
     text = json.dumps(run.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def public_remote(url: str | None) -> str | None:
-    """The remote URL without credentials (``https://user:token@host/...`` -> ``https://
-    host/...``); an scp-like ``git@host:owner/repo`` is kept (``git`` is no secret)."""
-    if not url:
-        return None
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme and "@" in parts.netloc:
-        parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
-    return urllib.parse.urlunsplit(parts) if parts.scheme else url
 
 
 def commit_of(environment: Mapping[str, Any]) -> tuple[Commit, str | None]:
@@ -77,7 +66,7 @@ def commit_of(environment: Mapping[str, Any]) -> tuple[Commit, str | None]:
             git.get("date"),
             git.get("subject") or "",
             parents,
-            public_remote(git.get("remote")),
+            public_url(git.get("remote")) or None,
         )
     elif isinstance(environment.get("git_commit"), str):
         raw = environment["git_commit"]
@@ -210,7 +199,7 @@ def write_new(path: Path, data: Any) -> bool:
     it, linked to the name (`link(2)` refuses an existing name of any kind: file, link,
     FIFO, device; where the file system has no hard links, renamed after a check). False
     when the name was taken."""
-    text = json.dumps(data, allow_nan=False) + "\n"  # compact: entries are read, not edited
+    text = redact(json.dumps(data, allow_nan=False)) + "\n"  # compact: read, not edited
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
