@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +58,7 @@ from .probes.overheads import measure_all
 from .reports.frame import MIN_SAMPLES, NOT_JITTED, records_frame
 from .reports.growth import growth_sections
 from .reports.written import write_reports
-from .sources import write_pickled
+from .sources import pickle_directory, write_pickled
 from .store import Run, ScenarioFacts
 from .timing import TimingConfig
 
@@ -446,7 +445,7 @@ def compare(
     )
     environment = _environment(probes)
     records = []
-    with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
+    with pickle_directory() as tmp:
         if isolate:  # one pickle of the scenario, which every function's worker loads
             pickled = write_pickled({"SCENARIO": scenario}, Path(tmp, "scenario.pkl"))
         for key in functions:
@@ -656,7 +655,7 @@ def compare_grown(
         values=points.values,
         dtype=_dtype(),
     )
-    with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
+    with pickle_directory() as tmp:
         if isolate:
             source = f"{write_pickled({'SCENARIO': scenario}, Path(tmp, 'scenario.pkl'))}:SCENARIO"
 

@@ -212,8 +212,16 @@ def test_credentials_never_reach_the_store():
         ("git@github.com:o/r.git", "https://github.com/o/r/commit/abc"),
         ("ssh://git@github.com/o/r.git", "https://github.com/o/r/commit/abc"),
         ("https://gitlab.com/g/sub/r.git", "https://gitlab.com/g/sub/r/-/commit/abc"),
+        ("https://bitbucket.org/t/r.git", "https://bitbucket.org/t/r/commits/abc"),
+        ("https://codeberg.org/o/r.git", "https://codeberg.org/o/r/commit/abc"),
+        ("https://GitHub.com/o/r", "https://github.com/o/r/commit/abc"),
         ("/srv/git/r.git", None),
         ("https://example.org/r.git", None),
+        # recognised hosts by exact name, never by a substring
+        ("https://github.com.evil.example/o/r.git", None),
+        ("https://evilgithub.com/o/r.git", None),
+        ("git@gitlab.attacker.example:o/r.git", None),
+        ("https://github.enterprise.example/o/r.git", None),
         (None, None),
     ],
 )

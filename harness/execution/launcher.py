@@ -90,7 +90,7 @@ def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
         strategy, engine = str(backend.strategy), backend.engine
         size = scenario.size(cell.size)
         size_params, work = dict(size.params), dict(scenario.work(size, cell.dtype))
-    except Exception:  # the worker's error says what went wrong; keep what is known
+    except Exception:  # noqa: S110 (the worker's error says what went wrong; keep what is known)
         pass
     return Record(
         size_params=size_params,

@@ -162,7 +162,7 @@ def start_worker(
         warnings.filterwarnings(
             "ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning
         )
-        return subprocess.Popen(
+        return subprocess.Popen(  # noqa: S603 (a scanbench worker command, built by scanbench)
             command,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
