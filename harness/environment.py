@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .credentials import public_url
 from .import_path import import_root
 from .probes.caches import DRAM, Level, measure_levels
 
@@ -36,23 +37,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _git(cwd: str | os.PathLike[str] | None, *args: str) -> subprocess.CompletedProcess:
+    """``git *args`` in ``cwd`` (fixed arguments: no user input reaches them)."""
+    command = ["git", *args]  # git from PATH, as the user's shell finds it
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=10)  # noqa: S603
+
+
 def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
     try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
-        )
+        result = _git(cwd, "rev-parse", "HEAD")
     except (OSError, subprocess.SubprocessError):
         return None
     if result.returncode != 0:
         return None
     commit = result.stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=10,
-    )
+    dirty = _git(cwd, "status", "--porcelain", "--untracked-files=no")
     return commit + ("-dirty" if dirty.stdout.strip() else "")
 
 
@@ -61,18 +60,9 @@ def git_facts(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any] | Non
     remote URL, for the history across commits; None outside a git work tree."""
     fields = ("%H", "%aI", "%s", "%P")
     try:
-        shown = subprocess.run(
-            ["git", "log", "-1", f"--format={'%x00'.join(fields)}"],
-            cwd=cwd, capture_output=True, text=True, timeout=10,
-        )  # fmt: skip
-        branch = subprocess.run(
-            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
-            cwd=cwd, capture_output=True, text=True, timeout=10,
-        )  # fmt: skip
-        remote = subprocess.run(
-            ["git", "remote", "get-url", "origin"], cwd=cwd, capture_output=True, text=True,
-            timeout=10,
-        )  # fmt: skip
+        shown = _git(cwd, "log", "-1", f"--format={'%x00'.join(fields)}")
+        branch = _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
+        remote = _git(cwd, "remote", "get-url", "origin")
     except (OSError, subprocess.SubprocessError):
         return None
     if shown.returncode != 0 or not shown.stdout.strip():
@@ -84,7 +74,8 @@ def git_facts(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any] | Non
         "subject": subject,
         "parents": parents.split(),
         "branch": branch.stdout.strip() if branch.returncode == 0 else None,
-        "remote": remote.stdout.strip() if remote.returncode == 0 else None,
+        # never its credentials: a CI checkout's remote carries its token
+        "remote": public_url(remote.stdout.strip()) if remote.returncode == 0 else None,
         "dirty": (git_commit(cwd) or "").endswith("-dirty"),
     }
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,7 +61,7 @@ from .import_path import with_import_root
 from .probes.overheads import measure_all
 from .probes.rates import measure_rates
 from .results import Run, ScenarioFacts
-from .sources import write_pickled
+from .sources import pickle_directory, write_pickled
 from .timing import TimingConfig
 
 if TYPE_CHECKING:  # pandas is imported by records_frame when a table is built
@@ -450,7 +449,7 @@ def compare(
     )
     environment = _environment(probes)
     records = []
-    with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
+    with pickle_directory() as tmp:
         if isolate:  # one pickle of the scenario, which every function's worker loads
             pickled = write_pickled({"SCENARIO": scenario}, Path(tmp, "scenario.pkl"))
         for key in functions:
@@ -660,7 +659,7 @@ def compare_grown(
         values=points.values,
         dtype=_dtype(),
     )
-    with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as tmp:
+    with pickle_directory() as tmp:
         if isolate:
             source = f"{write_pickled({'SCENARIO': scenario}, Path(tmp, 'scenario.pkl'))}:SCENARIO"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import Record, StoreError
+from .credentials import redact
 from .safe_files import write_json_atomic
 
 SCHEMA_VERSION = 1
@@ -246,8 +247,8 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         text = source.read_text(encoding="utf-8")
     except OSError as error:
         raise StoreError(f"{source}: cannot read results file ({error.strerror})") from None
-    try:
-        data = json.loads(text)
+    try:  # redacted: a file written before credentials were stripped shows none either
+        data = json.loads(redact(text))
     except json.JSONDecodeError as error:
         raise StoreError(
             f"{source}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import StoreError
+from .credentials import redact
 
 
 def _finite(value: Any) -> Any:
@@ -56,8 +57,9 @@ def _umask() -> int:
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write text (UTF-8) to ``path`` as `write_bytes_atomic` does."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
+    """Write text (UTF-8) to ``path`` as `write_bytes_atomic` does, without credentials
+    (`scanbench.credentials.redact`: results, reports and summaries all come here)."""
+    return write_bytes_atomic(path, redact(text).encode("utf-8"))
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -113,7 +115,7 @@ def write_json_new(path: Path, data: Any) -> bool:
     it, linked to the name (`link(2)` refuses an existing name of any kind: file, link,
     FIFO, device; where the file system has no hard links, renamed after a check). False
     when the name was taken."""
-    text = json.dumps(data, allow_nan=False) + "\n"  # compact: entries are read, not edited
+    text = redact(json.dumps(data, allow_nan=False)) + "\n"  # compact: read, not edited
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

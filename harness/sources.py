@@ -10,7 +10,10 @@ A *source* is a string naming where a `Scenario` object lives:
 - ``path/to/file.pkl:ATTR`` - an entry of a pickled mapping ``{ATTR: Scenario}``
   (cloudpickle; `write_pickled`): how ``scanbench.compare(..., isolate=True)`` hands the
   in-memory scenario of a user's functions to the workers, which load it as they load any
-  other source.
+  other source. Unpickling runs code, so a pickled source is accepted only from the
+  run's own private directory (`pickle_directory`: made by the run, mode 0700, named in
+  ``$SCANBENCH_PICKLED_SOURCES`` for its workers), never from the command line, a gate
+  file or a stored run (``--resume``): those are refused in one line (exit 2).
 
 The bundled scenarios are listed in a catalogue that is itself reached through a source
 (``scanbench.scenarios:CATALOGUE``: name -> source), so the harness never imports ``scenarios``
@@ -26,23 +29,28 @@ Example:
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib
 import importlib.util
+import os
 import pickle
 import sys
+import tempfile
 import traceback
 import types
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .api import InputError, Scenario, UnknownNameError
 from .import_path import import_root, shown
+from .ownership import check_owned
 
 CATALOGUE_SOURCE = "scanbench.scenarios:CATALOGUE"  # the bundled scenarios: name -> source
 DEFAULT_ATTRIBUTE = "SCENARIO"
+PICKLED_SOURCES = "SCANBENCH_PICKLED_SOURCES"  # the run's private folder of .pkl sources
 
 
 def _split(source: str) -> tuple[str, str]:
@@ -78,7 +86,8 @@ def _import_file(path: str) -> Any:
     # the same name in every process (hash() of a str is salted per process): a Numba
     # function cached by one worker (``cache=True``) names its module, and the next
     # worker must find it under that name
-    module_name = f"scanbench_user_scenario_{hashlib.sha1(str(source).encode()).hexdigest()[:16]}"
+    digest = hashlib.sha1(str(source).encode(), usedforsecurity=False).hexdigest()[:16]
+    module_name = f"scanbench_user_scenario_{digest}"
     spec = importlib.util.spec_from_file_location(module_name, source)
     if spec is None or spec.loader is None:
         raise InputError(f"scenario file {path!r}: cannot be imported as Python")
@@ -143,13 +152,52 @@ def write_pickled(scenarios: Mapping[str, Scenario], path: str | Path) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def pickle_directory() -> Iterator[Path]:
+    """A private folder (`tempfile.mkdtemp`: mode 0700, this user's) for a run's pickled
+    sources, named in ``$SCANBENCH_PICKLED_SOURCES`` while the block runs (so the run's
+    workers, which inherit it, accept its pickles), removed afterwards."""
+    before = os.environ.get(PICKLED_SOURCES)
+    with tempfile.TemporaryDirectory(prefix="scanbench-functions-") as directory:
+        os.environ[PICKLED_SOURCES] = directory
+        try:
+            yield Path(directory)
+        finally:
+            if before is None:
+                os.environ.pop(PICKLED_SOURCES, None)
+            else:
+                os.environ[PICKLED_SOURCES] = before
+
+
+def _check_pickled(source: str, path: str | Path) -> Path:
+    """``path`` (made absolute) when it is a pickle in the run's own private folder.
+
+    Raises:
+        InputError: anywhere else, or that folder or file is not private to this user.
+    """
+    given = Path(os.path.abspath(path))
+    folder = Path(os.path.realpath(given.parent))
+    allowed = os.environ.get(PICKLED_SOURCES)
+    if not allowed or folder != Path(os.path.realpath(allowed)):
+        raise InputError(
+            f"scenario source {source!r}: a pickled scenario runs code when it is loaded, so "
+            "it is accepted only from the run's own private folder (as "
+            "scanbench.compare(isolate=True) writes it), not from the command line, a gate "
+            "file or a stored run; name the scenario's .py file or module instead"
+        )
+    check_owned(folder, "the folder of pickled scenario sources", private=True)
+    return check_owned(folder / given.name, "pickled scenario source", directory=False)
+
+
 def _load_pickled(path: str) -> Any:
     """The mapping a `write_pickled` file holds, as a namespace of its keys."""
     import cloudpickle  # noqa: F401 (what the file needs to unpickle)
 
+    _check_pickled(path, path)
     try:
         with open(path, "rb") as handle:
-            return types.SimpleNamespace(**pickle.load(handle))
+            # the run's own file, in its private folder (checked above)
+            return types.SimpleNamespace(**pickle.load(handle))  # noqa: S301
     except OSError as error:
         raise InputError(f"scenario source {path!r}: {error.strerror}") from None
     except Exception as error:
@@ -215,6 +263,8 @@ def resolve(name_or_source: str) -> str:
         choices = [*catalogue(), "or a source MODULE:ATTR / PATH.py:ATTR"]
         raise UnknownNameError("scenario", name_or_source, choices)
     target, attribute = _split(name_or_source)
+    if target.endswith(".pkl"):
+        _check_pickled(name_or_source, target)
     return file_source(target, attribute) if target.endswith((".py", ".pkl")) else name_or_source
 
 

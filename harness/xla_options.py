@@ -185,7 +185,7 @@ def _check(flags: tuple[str, ...], python: str, environ: tuple[tuple[str, str], 
     while True:
         names = sorted(n for n in _all_names(remaining) if NAMED_OPTION.match(n))
         env = {**dict(environ), "XLA_FLAGS": merge(remaining)}
-        done = subprocess.run(
+        done = subprocess.run(  # noqa: S603 (the interpreter the cell runs with, our own code)
             [python, "-c", _CHECK, json.dumps(names)],
             capture_output=True,
             text=True,

@@ -197,11 +197,11 @@ def test_a_history_path_that_is_a_file_is_one_line(tmp_path, capsys):
 
 
 def test_credentials_never_reach_the_store():
-    assert (
-        archive.public_remote("https://user:t0ken@github.com/o/r.git")
-        == "https://github.com/o/r.git"
-    )
-    assert archive.public_remote("git@github.com:o/r.git") == "git@github.com:o/r.git"
+    def remote(url):
+        return archive.commit_of({"git": {"commit": "a" * 40, "remote": url}})[0].remote
+
+    assert remote("https://user:t0ken@github.com/o/r.git") == "https://github.com/o/r.git"
+    assert remote("git@github.com:o/r.git") == "git@github.com:o/r.git"
 
 
 @pytest.mark.parametrize(
@@ -212,8 +212,16 @@ def test_credentials_never_reach_the_store():
         ("git@github.com:o/r.git", "https://github.com/o/r/commit/abc"),
         ("ssh://git@github.com/o/r.git", "https://github.com/o/r/commit/abc"),
         ("https://gitlab.com/g/sub/r.git", "https://gitlab.com/g/sub/r/-/commit/abc"),
+        ("https://bitbucket.org/t/r.git", "https://bitbucket.org/t/r/commits/abc"),
+        ("https://codeberg.org/o/r.git", "https://codeberg.org/o/r/commit/abc"),
+        ("https://GitHub.com/o/r", "https://github.com/o/r/commit/abc"),
         ("/srv/git/r.git", None),
         ("https://example.org/r.git", None),
+        # recognised hosts by exact name, never by a substring
+        ("https://github.com.evil.example/o/r.git", None),
+        ("https://evilgithub.com/o/r.git", None),
+        ("git@gitlab.attacker.example:o/r.git", None),
+        ("https://github.enterprise.example/o/r.git", None),
         (None, None),
     ],
 )

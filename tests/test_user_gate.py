@@ -145,9 +145,18 @@ def substitute(text: str, context: dict, failed: bool) -> str:
     return EXPRESSION.sub(lambda m: str(evaluate(m[1], context, failed)), text)
 
 
-def run_action(repo: Path, inputs: dict[str, str], base_ref: str, tmp: Path) -> dict:
+def run_action(
+    repo: Path,
+    inputs: dict[str, str],
+    base_ref: str,
+    tmp: Path,
+    only: tuple[str, ...] = (),
+    path_first: Path | None = None,
+) -> dict:
     """Run action.yml's steps in ``repo`` (``uses:`` steps are GitHub's own actions:
-    skipped and listed); return the exit code, outputs, summary, stdout and skipped."""
+    skipped and listed; with ``only``, just the steps of those names; ``path_first``: a
+    folder put first on PATH); return the exit code, outputs, summary, stdout and
+    skipped."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     given = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
     given.update(inputs)
@@ -172,7 +181,7 @@ def run_action(repo: Path, inputs: dict[str, str], base_ref: str, tmp: Path) -> 
         condition = EXPRESSION.sub(lambda m: m[1], str(condition))
         if "cancelled()" not in condition and "always()" not in condition and failed:
             continue
-        if not evaluate(condition, context, failed):
+        if not evaluate(condition, context, failed) or (only and step["name"] not in only):
             continue
         if "uses" in step:
             skipped.append(step["uses"].split("@")[0])
@@ -184,6 +193,8 @@ def run_action(repo: Path, inputs: dict[str, str], base_ref: str, tmp: Path) -> 
             **env, GITHUB_OUTPUT=str(step_output), GITHUB_STEP_SUMMARY=str(summary_file),
             HOME=os.environ.get("HOME", str(tmp)), RUNNER_OS="Linux", RUNNER_ARCH="X64",
         )  # fmt: skip
+        if path_first is not None:
+            env["PATH"] = f"{path_first}{os.pathsep}{env['PATH']}"
         script = substitute(step["run"], context, failed)
         done = subprocess.run(
             ["bash", "-e", "-c", script], cwd=repo, env=env, capture_output=True, text=True,
@@ -254,6 +265,87 @@ def test_the_action_keeps_a_history_of_the_report_run(pull_request, tmp_path):
 def test_the_action_without_a_baseline_is_a_usage_error(pull_request, tmp_path):
     ran = run_action(pull_request, {"gates": "bench/gates.toml", "install": "false"}, "", tmp_path)
     assert ran["code"] == 2 and "no baseline" in ran["stdout"]
+
+
+FIND_BASE = ("Find the baseline revision",)
+
+
+@pytest.fixture
+def clone(pull_request, tmp_path) -> Path:
+    """A checkout of the pull request as `fetch-depth: 0` leaves it (every branch under
+    refs/remotes/origin/), whose origin can no longer be fetched from (as a private
+    repository checked out with `persist-credentials: false`)."""
+    where = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(pull_request), str(where)], check=True)
+    user_repo.git(where, "remote", "set-url", "origin", str(tmp_path / "no-such-remote"))
+    return where
+
+
+def test_the_action_fetches_nothing_when_the_checkout_has_the_base(clone, tmp_path):
+    ran = run_action(clone, {"gates": "g.toml"}, "main", tmp_path, only=FIND_BASE)
+    assert ran["code"] == 0, ran["stdout"]
+    merge_base = user_repo.git(clone, "merge-base", "HEAD", "origin/main").strip()
+    assert f"comparing with {merge_base}" in ran["stdout"]
+
+
+def test_the_action_says_how_to_get_a_base_it_cannot_fetch(clone, tmp_path):
+    user_repo.git(clone, "update-ref", "-d", "refs/remotes/origin/main")
+    ran = run_action(clone, {"gates": "g.toml"}, "main", tmp_path, only=FIND_BASE)
+    assert ran["code"] == 2
+    assert (
+        "::error title=scanbench gate::the checkout lacks the base branch 'main'" in ran["stdout"]
+    )
+    assert "fetch-depth: 0" in ran["stdout"]
+
+
+@pytest.mark.parametrize("baseline", ["--output=/tmp/x", "no-such-revision"])
+def test_a_baseline_that_is_no_commit_is_refused(clone, tmp_path, baseline):
+    inputs = {"gates": "g.toml", "baseline": baseline}
+    ran = run_action(clone, inputs, "", tmp_path, only=FIND_BASE)
+    assert ran["code"] == 2 and "::error title=scanbench gate::" in ran["stdout"]
+    assert not Path("/tmp/x^{commit}").exists()
+
+
+def test_a_mistyped_scenario_path_fails_the_report_step(pull_request, tmp_path):
+    """Exit 2 of the report run is an input error, not a "cell failed" warning."""
+    inputs = {"gates": "g.toml", "scenarios": "bench/no_such_scenario.py"}
+    only = ("Measure the scenarios for the report",)
+    ran = run_action(pull_request, inputs, "", tmp_path, only=only)
+    assert ran["code"] == 2
+    assert "scanbench run exited with 2: a usage or input error" in ran["stdout"]
+    assert "no_such_scenario.py" in ran["stdout"] and "::warning" not in ran["stdout"]
+
+
+def _exiting(tmp_path: Path, code: int) -> Path:
+    """A folder holding a `scanbench` that exits with ``code`` (a crash stand-in)."""
+    folder = tmp_path / f"exits-{code}"
+    folder.mkdir()
+    fake = folder / "scanbench"
+    fake.write_text(f'#!/bin/sh\necho "crashed: $*" >&2\nexit {code}\n')
+    fake.chmod(0o755)
+    return folder
+
+
+def test_a_crashed_history_add_fails_the_step_and_says_so(pull_request, tmp_path):
+    """A crash (70) is not "not added" (1, a tree with uncommitted changes)."""
+    out = tmp_path / "runner-temp" / "scanbench"
+    out.mkdir(parents=True)
+    (out / "results.json").write_text("{}")
+    inputs = {"gates": "g.toml", "scenarios": "bench/scenario.py", "history": "true"}
+    only = ("Add the run to the history and draw it",)
+    ran = run_action(pull_request, inputs, "", tmp_path, only, _exiting(tmp_path, 70))
+    assert ran["code"] == 70
+    assert "scanbench history add exited with 70" in ran["stdout"]
+
+
+@pytest.mark.parametrize(("code", "named"), [(1, False), (2, True), (70, True), (143, True)])
+def test_the_gate_step_names_any_exit_that_is_not_a_verdict(pull_request, tmp_path, code, named):
+    only = ("Run the gate against the baseline",)
+    ran = run_action(
+        pull_request, {"gates": "g.toml"}, "", tmp_path, only, _exiting(tmp_path, code)
+    )
+    assert ran["code"] == code
+    assert (f"scanbench gate exited with {code}, not a verdict" in ran["stdout"]) == named
 
 
 @pytest.mark.parametrize("tool", ["actionlint", "zizmor"])

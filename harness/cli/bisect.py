@@ -13,7 +13,6 @@ undecided after its re-measurements, or the commits left could not be measured).
 from __future__ import annotations
 
 import argparse
-import subprocess
 
 from ..api import InputError
 from ..execution.cells import cell
@@ -117,10 +116,12 @@ def _print_step(step) -> None:
 
 
 def _remote(repository) -> str | None:
-    done = subprocess.run(
-        ["git", "remote", "get-url", "origin"], cwd=repository, capture_output=True, text=True
-    )
-    return done.stdout.strip() if done.returncode == 0 else None
+    """The remote's URL without its credentials (it is printed)."""
+    from ..credentials import public_url
+    from ..history.bisect import git
+
+    done = git(repository, "remote", "get-url", "origin")
+    return public_url(done.stdout.strip()) if done.returncode == 0 else None
 
 
 def _header(search) -> str:

@@ -10,6 +10,7 @@ summary: counts per call as exact steps, times with change points, per cell and 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -62,6 +63,12 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         f"default {MIN_FACTOR:g})",
     )
     report.add_argument("--title", default="scanbench history", help="the page's title")
+    report.add_argument(
+        "--github",
+        action="store_true",
+        help="also append the summary to the GitHub job summary ($GITHUB_STEP_SUMMARY), "
+        "cut to fit GitHub's 1 MiB per step",
+    )
     return parser
 
 
@@ -106,6 +113,10 @@ def _report(args: argparse.Namespace) -> int:
     write_text_atomic(args.html, page)
     if args.md:
         write_text_atomic(args.md, text)
+    if args.github and os.environ.get("GITHUB_STEP_SUMMARY"):
+        from ..gate.github import append_summary
+
+        append_summary(os.environ["GITHUB_STEP_SUMMARY"], text)
     print(text)
     print(f"dashboard: {args.html}" + (f"; summary: {args.md}" if args.md else ""), file=sys.stderr)
     return 0

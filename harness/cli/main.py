@@ -6,7 +6,15 @@ handler (``run``), listed in `COMMANDS`: it parses its arguments, calls the harn
 (`scanbench.execution.runner`, `scanbench.gate`, ...) and writes what it returns
 (results, reports, text). Every error of scanbench's own (unknown names, bad values,
 unreadable results files) is printed as one line on stderr with exit code 2, never as a
-traceback.
+traceback. Anything else that escapes a command is a crash (a bug): its traceback, then
+one line naming it, and exit code `CRASHED` (70), so that a crash never reads as a
+verdict (1: a failed cell, a regression) or as a usage error (2). Every line printed
+here has its credentials redacted (`scanbench.credentials`).
+
+Exit codes (``docs/cli.md``): 0 done; 1 a failed cell, a regression, a run not added;
+2 a usage or input error; 3 ``bisect`` only: not pinned down; 70 a crash (``EX_SOFTWARE``
+of BSD's sysexits.h, "an internal software error"); 130 and 143 interrupted by SIGINT
+and SIGTERM (what was finished is saved).
 
 The directory the command runs in comes first on the import path of this process and of
 every worker it starts, as ``python -m`` does: a scenario file imports the user's own
@@ -17,13 +25,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 
 from ..api import HarnessError
+from ..credentials import redact
 from ..execution.interrupts import Interrupted
 from ..import_path import use_import_root
 from . import ab, bisect, flags, gate, history, listing, profile, report, run
 from .options import Parser
+
+USAGE_ERROR = 2
+CRASHED = 70  # sysexits.h EX_SOFTWARE: not 1 (a verdict), 2 (usage) or 3 (bisect's)
 
 COMMANDS = {
     "list": listing,
@@ -72,11 +85,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except Interrupted as stop:  # what was finished is saved; the message says where
-        print(str(stop), file=sys.stderr)
+        print(redact(str(stop)), file=sys.stderr)
         return stop.exit_code
     except HarnessError as error:
-        print(f"scanbench: error: {error}", file=sys.stderr)
-        return 2
+        print(redact(f"scanbench: error: {error}"), file=sys.stderr)
+        return USAGE_ERROR
+    except Exception as error:  # a crash: shown whole, with a code of its own
+        print(redact("".join(traceback.format_exception(error))), file=sys.stderr, end="")
+        print(
+            redact(
+                f"scanbench: internal error: `scanbench {args.command}` crashed "
+                f"({type(error).__name__}: {error}); exit code {CRASHED}: a bug in scanbench "
+                "or in code it ran in this process, at the end of the traceback above"
+            ),
+            file=sys.stderr,
+        )
+        return CRASHED
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from ..api import InputError
-from ..results import Run, load_run
 from ..execution.remeasure import REMEASURE
+from ..results import Run, load_run
 from ..sharding.distributed import distributed_settings
 from ..timing import TimingConfig
 from .options import cell_options, comma_list, number, params, positive, scenarios

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import HarnessError, Record, Strategy
+from ..credentials import redact
 from ..decomposition import decompose
 from ..probes.gpu import with_command_buffers
 from ..sharding.distributed import environ_for
@@ -91,7 +92,7 @@ def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
         strategy, engine = str(backend.strategy), backend.engine
         size = scenario.size(cell.size)
         size_params, work = dict(size.params), dict(scenario.work(size, cell.dtype))
-    except Exception:  # the worker's error says what went wrong; keep what is known
+    except Exception:  # noqa: S110 (the worker's error says what went wrong; keep what is known)
         pass
     return Record(
         size_params=size_params,
@@ -409,7 +410,7 @@ def run_cells(
 def emit(line: str) -> None:
     """A progress line on stderr, flushed (CI logs show it as it happens); one write, so
     the lines of two cells running at once never mix."""
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(redact(line) + "\n")
     sys.stderr.flush()
 
 

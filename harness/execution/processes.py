@@ -2,9 +2,14 @@
 path, and their failures described by name.
 
 - On Linux a worker asks the kernel for SIGTERM when its parent dies
-  (``prctl(PR_SET_PDEATHSIG)``, set between fork and exec), so a SIGKILLed ``scanbench
-  run`` takes its worker with it; the worker then removes its temp folder
-  (`scanbench.execution.worker` handles SIGTERM and also watches its parent).
+  (``prctl(PR_SET_PDEATHSIG)``), so a SIGKILLed ``scanbench run`` takes its worker with
+  it; the worker then removes its temp folder (`scanbench.execution.worker` handles
+  SIGTERM and also watches its parent). The worker makes that call itself, first thing
+  after its interpreter starts (`die_with_parent`), then checks that its parent is still
+  the run that started it (a parent that died before the call is seen there): nothing
+  runs between fork and exec, so `subprocess` takes its fast, thread-safe spawn path
+  (``vfork``/``posix_spawn``; no ``preexec_fn``, which forks, runs Python in the child of
+  a threaded parent and, with ``ctypes.util.find_library``, ran ``ldconfig`` there).
 - A timeout, a Ctrl-C or any exception in the parent kills the worker and waits for it.
 - A crash is described as "killed by SIGSEGV" (a negative return code by its signal's
   name) plus the last lines of the worker's stderr.
@@ -13,9 +18,7 @@ path, and their failures described by name.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import dataclasses
-import functools
 import os
 import shutil
 import signal
@@ -24,7 +27,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import Any
 
@@ -35,12 +38,18 @@ PR_SET_PDEATHSIG = 1
 
 
 PARENT_PID = "SCANBENCH_PARENT_PID"  # the runner's pid, for the worker's parent watch
+DEATH_SIGNAL = "SCANBENCH_DEATH_SIGNAL"  # the signal the worker asks for when it dies
 
 
-def _die_with_parent(death_signal: int = signal.SIGTERM) -> None:  # between fork and exec
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, death_signal)
+def die_with_parent(environ: Mapping[str, str] = os.environ) -> bool:
+    """In a worker: ask the kernel for ``$SCANBENCH_DEATH_SIGNAL`` when the process that
+    started it dies (Linux ``prctl(PR_SET_PDEATHSIG)``; libc is the one already loaded,
+    ``dlopen(NULL)``: no library search). False when not asked for or not on Linux."""
+    wanted = environ.get(DEATH_SIGNAL)
+    if not wanted or not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_PDEATHSIG, int(wanted), 0, 0, 0) == 0
 
 
 def exit_description(returncode: int) -> str:
@@ -139,29 +148,28 @@ def start_worker(
     death_signal: int = signal.SIGTERM,
 ) -> subprocess.Popen:
     """Start a worker: stderr captured, no stdin or stdout, dying with this process (the
-    kernel sends it ``death_signal`` when this process dies). A worker this process may
-    SIGSTOP (`scanbench.execution.overlap`) gets SIGCONT instead: a SIGTERM would wait, pending,
+    worker asks the kernel for ``death_signal`` when this process dies: `die_with_parent`,
+    called by `exit_with_parent`). A worker this process may SIGSTOP
+    (`scanbench.execution.overlap`) gets SIGCONT instead: a SIGTERM would wait, pending,
     for a SIGCONT that never comes, and the stopped orphan would hold its memory for
     ever; continued, its parent watch (`exit_with_parent`) sees the run gone and exits.
 
-    JAX warns at every fork of a process it runs threads in; the child here runs only
-    the prctl call before it execs a new interpreter, which is the safe use of fork, so
-    that warning (in a notebook's `compare(isolate=True)`) is not shown."""
+    Nothing runs between fork and exec (no ``preexec_fn``): `subprocess` spawns with
+    ``vfork`` or ``posix_spawn``, safe in a parent that runs threads (JAX's). JAX warns at
+    every ``os.fork`` of such a process; a fallback to fork there execs at once, so that
+    warning (in a notebook's `compare(isolate=True)`) is not shown."""
     with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning
         )
-        return subprocess.Popen(
+        return subprocess.Popen(  # noqa: S603 (a scanbench worker command, built by scanbench)
             command,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            env={**environ, PARENT_PID: str(os.getpid())},
+            env={**environ, PARENT_PID: str(os.getpid()), DEATH_SIGNAL: str(int(death_signal))},
             stdin=subprocess.DEVNULL,
             pass_fds=pass_fds,
-            preexec_fn=functools.partial(_die_with_parent, death_signal)
-            if os.name == "posix"
-            else None,
         )
 
 
@@ -181,16 +189,21 @@ def stop(process: subprocess.Popen) -> None:
 def exit_with_parent(argv: list[str]) -> None:
     """In a worker (``argv`` ends with its output path in a ``scanbench-*`` temp folder):
     remove that folder and exit when the parent asks (SIGTERM: a Ctrl-C, a timeout) or
-    dies (SIGTERM from the kernel, see `_die_with_parent`, or SIGCONT for a worker that
+    dies (SIGTERM from the kernel, see `die_with_parent`, or SIGCONT for a worker that
     may be stopped; a watchdog thread notices being re-parented, comparing with the
     runner's pid it was given). Called before the worker's heavy imports, so that a SIGTERM
-    during them cleans up too; it imports nothing heavy itself."""
-    if not argv or not argv[-1]:
-        return
-    folder = os.path.dirname(os.path.abspath(argv[-1]))
-    if not os.path.basename(folder).startswith("scanbench-"):
-        return
+    during them cleans up too; it imports nothing heavy itself.
+
+    First, whatever ``argv`` is, the worker asks for its death signal (`die_with_parent`)
+    and, if the run that started it is already gone (it died before the request reached
+    the kernel), exits."""
+    asked = die_with_parent()
     parent = int(os.environ.get(PARENT_PID) or os.getppid())
+    folder = os.path.dirname(os.path.abspath(argv[-1])) if argv and argv[-1] else ""
+    if not os.path.basename(folder).startswith("scanbench-"):
+        if asked and os.getppid() != parent:  # the run died before the prctl call
+            os._exit(143)
+        return
 
     def clean_and_exit(*_: object) -> None:
         shutil.rmtree(folder, ignore_errors=True)

@@ -13,6 +13,12 @@ The key is the program itself (its lowered StableHLO text, constants included), 
 compiler options, the jax and jaxlib versions, the platform, device kind and count,
 ``XLA_FLAGS`` and the x64 flag: a cell whose backend sets its own XLA flags, or runs on
 8 virtual devices, gets its own entry.
+
+A kept executable is a pickle: loading it runs code. So the folder is used only when it
+is a real directory of this user's that no one else can write (`run_cache` makes it
+0700; `scanbench.ownership.check_owned`), and each file in it likewise; a
+``$SCANBENCH_REFERENCE_CACHE`` naming anything else is refused (the cell fails, saying
+so), never trusted as named.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..ownership import check_owned
+from ..results import write_bytes_atomic
 from ..safe_files import write_bytes_atomic
 
 CACHE_ENV = "SCANBENCH_REFERENCE_CACHE"
@@ -41,9 +49,12 @@ def compile_reference(lowered: Any, compiler_options: Mapping[str, Any] | None =
         return lowered.compile(options)
     from jax.experimental import serialize_executable
 
-    path = Path(directory) / f"{_key(lowered, options)}.pickle"
+    folder = check_owned(directory, f"${CACHE_ENV}")
+    path = folder / f"{_key(lowered, options)}.pickle"
     if path.is_file():
-        serialized, in_tree, out_tree = pickle.loads(path.read_bytes())
+        check_owned(path, "a kept reference executable", directory=False)
+        # written by an earlier cell of this run, into its private folder (checked above)
+        serialized, in_tree, out_tree = pickle.loads(path.read_bytes())  # noqa: S301
         return serialize_executable.deserialize_and_load(serialized, in_tree, out_tree)
     compiled = lowered.compile(options)
     # a temp file, then rename: a later cell sees the whole file or none

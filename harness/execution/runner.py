@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..api import WARM, InputError, Record, StoreError
+from ..api import WARM, HarnessError, InputError, Record, StoreError
 from ..results import Run, ScenarioFacts, load_run, write_run
 from ..sources import file_source, imported_from, load
 from ..timing import TimingConfig
 from .cells import Cell, select
 from .interrupts import Interrupted, signals_raise
-from .journal import Journal, journal_path, read_journal
+from .journal import Journal, in_use, journal_path, read_journal
 from .launcher import Measure, collect_environment, emit, measuring, run_cells
 from .overlap import Machine, cells_at_once
 from .reference_cache import run_cache
@@ -84,6 +84,8 @@ class Plan:
                 bool(invocation.get("overlap", False)),  # runs stored before it: alone
                 int(invocation.get("remeasure", 0)),  # runs stored before it: never again
             )
+        except HarnessError:  # a cell refused as it is (e.g. a pickled source): said so
+            raise
         except (KeyError, TypeError, ValueError) as error:
             raise StoreError(
                 f"{source}: cannot resume: its invocation does not list its cells ({error}); "
@@ -101,8 +103,10 @@ def _cell(stored: Mapping[str, Any]) -> Cell:
 
 
 def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:
-    """Refuse, before any cell runs: an existing results file (without ``force``), the
-    same path for two outputs, a folder that cannot be written."""
+    """Refuse, before any cell runs: an existing results file (without ``force``), an
+    output another run is writing now (its journal is locked; even with ``force``), the
+    journal of an interrupted run (without ``force``; with it, that journal is removed),
+    the same path for two outputs, a folder that cannot be written."""
     paths = [Path(out), *(Path(p) for p in others if p)]
     resolved = [os.path.realpath(p) for p in paths]
     if len(set(resolved)) != len(resolved):
@@ -112,11 +116,24 @@ def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:
         )
     if out.is_dir():
         raise InputError(f"--out {str(out)!r} is a directory; give a file path")
+    journal = journal_path(out)
+    if in_use(journal):
+        raise InputError(
+            f"--out {str(out)!r}: another scanbench run is writing to it now (its journal "
+            f"{journal.name} is locked); wait for that run to finish, or give another --out"
+        )
     if out.exists() and not force:
         raise InputError(
             f"--out {str(out)!r} exists; give another path, --force to overwrite it, or "
             f"`scanbench run --resume {out}` to continue it"
         )
+    if os.path.lexists(journal):
+        if not force:
+            raise InputError(
+                f"--out {str(out)!r}: {journal.name} holds an interrupted run; "
+                f"`scanbench run --resume {out}` continues it, --force starts over"
+            )
+        journal.unlink()  # --force: the interrupted run is given up
     for path in paths:
         folder = path.parent if str(path.parent) else Path(".")
         try:
@@ -153,10 +170,13 @@ def execute(
     progress: Progress | None = None,
     show_progress: bool | None = None,
     wrap: Callable[[Measure], Measure] | None = None,
+    new: bool = False,
 ) -> Run:
     """Run the plan's cells not in ``done``; journal and save after every cell.
     ``wrap(measure)`` may stand in front of each cell's measurement (a grown run's
     budget, `scanbench.growth.sweep`, returns a skipped record instead of measuring).
+    The journal is claimed exclusively (`scanbench.execution.journal`): a new one for a
+    ``new`` run (never another's), else the interrupted run's, reopened.
 
     Raises:
         Interrupted: on SIGINT/SIGTERM, after stopping the running worker; everything
@@ -166,7 +186,7 @@ def execute(
     finished_keys = {record.key for record in records}
     todo = [cell for cell in plan.cells if cell.key not in finished_keys]
     journal_file = journal_path(out)
-    journal = Journal.reopen(journal_file) if journal_file.exists() else None
+    journal = Journal.reopen(journal_file) if journal_file.exists() and not new else None
     if journal is None:
         journal = Journal.create(journal_file, environment, invocation)
         for record in records:  # resumed from a results file: its records first
@@ -196,7 +216,7 @@ def execute(
         )
         measure = measure if wrap is None else wrap(measure)
         run_cells(todo, measure, show_progress, on_record=save, machine=machine)
-    journal_file.unlink(missing_ok=True)  # complete: the results file holds everything
+        journal.remove()  # complete: the results file holds everything
     return Run(environment, invocation, _ordered(plan.cells, records))
 
 
@@ -318,7 +338,7 @@ def run(
     try:
         with signals_raise():  # a Ctrl-C while the environment is measured: one line too
             environment = collect_environment()
-        return execute(chosen, out, environment, invocation, progress=progress)
+        return execute(chosen, out, environment, invocation, progress=progress, new=True)
     except Interrupted as stop:
         raise Stopped(stop.signum, progress) from None
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from ..api import HarnessError, InputError
 from ..environment import own_checkout
 from ..import_path import with_import_root
+from ..ownership import check_owned
 
 MIN_JAX = (0, 10)  # pyproject.toml: jax>=0.10
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -90,7 +91,7 @@ def cache_dir() -> Path:
 def venv_path(requirements: Sequence[str], root: Path, python: str = sys.executable) -> Path:
     """Where the cached venv of ``requirements`` (on ``python``'s version, with the
     checkout at ``root`` installed editable) lives."""
-    version = subprocess.run(
+    version = subprocess.run(  # noqa: S603 (the side's interpreter, as the user named it)
         [python, "-c", "import sys; print(sys.version.split()[0])"],
         capture_output=True,
         text=True,
@@ -125,9 +126,15 @@ def requirement_venv(
         packages += ["-e", str(root)]
     target = venv_path(requirements, root, python)
     interpreter = target / "bin" / "python"
+    # a venv runs what is in it: its folders must be this user's, writable by no one else
+    what = "the venv cache ($SCANBENCH_CACHE, default ~/.cache/scanbench)"
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for folder in (cache_dir(), target.parent):
+        check_owned(folder, what)
     if interpreter.exists():
+        for folder in (target, target / "bin"):
+            check_owned(folder, what)
         return str(interpreter)
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as tmp:
         building = Path(tmp) / "venv"
         steps = [
@@ -143,7 +150,8 @@ def requirement_venv(
             ],
         ]
         for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=timeout_s)
+            # python -m venv, then pip in it: the user's interpreter and requirements
+            done = subprocess.run(step, capture_output=True, text=True, timeout=timeout_s)  # noqa: S603
             if done.returncode != 0:
                 tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
                 raise HarnessError(
@@ -160,7 +168,7 @@ def probe(label: str, python: str, environ: Mapping[str, str], root: Path) -> En
     if not Path(python).exists() and shutil.which(python) is None:
         raise InputError(f"{label}: interpreter {python!r} not found")
     env = with_import_root({**os.environ, **environ}, root)
-    done = subprocess.run(
+    done = subprocess.run(  # noqa: S603 (the side's interpreter, as the user named it)
         [python, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300, check=False
     )
     if done.returncode != 0:

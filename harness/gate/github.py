@@ -1,7 +1,9 @@
 """The gate's verdict where GitHub Actions shows it (``scanbench gate --github``).
 
-- the job summary (``$GITHUB_STEP_SUMMARY``): the gate's markdown, cut at a line below
-  GitHub's 1 MiB cap per step, with a line saying so;
+- the job summary (``$GITHUB_STEP_SUMMARY``): the gate's markdown, cut at a line so that
+  the step's whole summary file (what earlier commands of the step appended, too) stays
+  below GitHub's 1 MiB cap per step, with a line saying so (`append_summary`: GitHub drops
+  a step's whole summary past the cap);
 - annotations: one ``::error`` per failed rule and one ``::warning`` per inconclusive
   one, at most 10 of each (what a step shows), the rest named in one more;
 - step outputs (``$GITHUB_OUTPUT``): ``verdict`` (``pass``, ``fail`` or
@@ -17,6 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..credentials import redact
 from .decide import Outcome, Verdict
 from .render import describe
 
@@ -26,8 +29,8 @@ LEVELS = {Outcome.FAIL: "error", Outcome.INCONCLUSIVE: "warning"}
 
 
 def summary(markdown: str, limit: int = SUMMARY_LIMIT) -> str:
-    """``markdown`` as the job summary: whole when it fits, else cut at a line boundary
-    with a last line saying how much was left out."""
+    """``markdown`` as the job summary: whole when it fits in ``limit`` bytes, else cut at
+    a line boundary with a last line saying how much was left out."""
     data = markdown.encode("utf-8")
     if len(data) <= limit:
         return markdown
@@ -35,10 +38,29 @@ def summary(markdown: str, limit: int = SUMMARY_LIMIT) -> str:
         f"\n\n*The summary is cut here: {{kept:,}} of {len(data):,} bytes (GitHub's limit is "
         "1 MiB); the whole report is in the uploaded artifact.*\n"
     )
-    room = limit - len(note.format(kept=limit).encode("utf-8"))
+    room = max(0, limit - len(note.format(kept=limit).encode("utf-8")))
     kept = data[:room].decode("utf-8", errors="ignore")
     kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
-    return kept + note.format(kept=len(kept.encode("utf-8")))
+    cut = kept + note.format(kept=len(kept.encode("utf-8")))
+    return cut if len(cut.encode("utf-8")) <= limit else ""  # not even the note fits
+
+
+def append_summary(path: str | os.PathLike[str], markdown: str, limit: int = SUMMARY_LIMIT) -> int:
+    """Append ``markdown`` (credentials redacted) to the step summary file at ``path``,
+    cut (`summary`) to the room the file has left below ``limit`` bytes; returns the
+    bytes appended (0 when the file is already full)."""
+    target = Path(path)
+    try:
+        used = target.stat().st_size
+    except FileNotFoundError:
+        used = 0
+    room = limit - used - 1  # the last newline
+    if room <= 0:
+        return 0
+    text = summary(redact(markdown), room) + "\n"
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+    return len(text.encode("utf-8"))
 
 
 def _escape(text: str, property_value: bool = False) -> str:
@@ -55,7 +77,7 @@ def annotations(verdicts: Sequence[Verdict], limit: int = ANNOTATION_LIMIT) -> l
         chosen = [v for v in verdicts if v.outcome == outcome]
         for verdict in chosen[:limit]:
             title = _escape(f"scanbench gate: {verdict.rule} {outcome}", property_value=True)
-            lines.append(f"::{level} title={title}::{_escape(describe(verdict))}")
+            lines.append(f"::{level} title={title}::{_escape(redact(describe(verdict)))}")
         rest = chosen[limit:]
         if rest:
             names = ", ".join(v.rule for v in rest)
@@ -87,8 +109,7 @@ def publish(
     """Append the summary and the outputs to the files the runner names (when it names
     them) and return the annotation lines (to print on stdout)."""
     if environ.get("GITHUB_STEP_SUMMARY"):
-        with Path(environ["GITHUB_STEP_SUMMARY"]).open("a", encoding="utf-8") as handle:
-            handle.write(summary(markdown) + "\n")
+        append_summary(environ["GITHUB_STEP_SUMMARY"], markdown)
     if environ.get("GITHUB_OUTPUT"):
         with Path(environ["GITHUB_OUTPUT"]).open("a", encoding="utf-8") as handle:
             handle.writelines(f"{key}={value}\n" for key, value in outputs(verdicts).items())

@@ -64,9 +64,8 @@ def project_root(start: Path | None = None) -> Path:
     """The project a gate or a comparison measures: the git work tree of the directory
     scanbench runs in (its import root, `scanbench.import_path`), else that directory."""
     start = Path(start or import_root())
-    done = subprocess.run(
-        ["git", "-C", str(start), "rev-parse", "--show-toplevel"], capture_output=True, text=True
-    )
+    command = ["git", "-C", str(start), "rev-parse", "--show-toplevel"]  # git from PATH
+    done = subprocess.run(command, capture_output=True, text=True)  # noqa: S603 (fixed arguments)
     return Path(done.stdout.strip()).resolve() if done.returncode == 0 else start.resolve()
 
 
@@ -138,7 +137,7 @@ class ServedCell:
         self.label, self.root, self.timeout_s = rule.label, side.root, timeout_s
         # stderr to a file: a pipe nobody reads could fill up and block the worker
         self.stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in close())
-        self.process = subprocess.Popen(
+        self.process = subprocess.Popen(  # noqa: S603 (the side's interpreter, our own server)
             [side.python or sys.executable, str(SERVE), str(side.root), json.dumps(spec)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -344,14 +343,17 @@ def worktree(revision: str, repository: Path) -> Iterator[Path]:
     runs in: `project_root`)."""
 
     def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=repository, capture_output=True, text=True)
+        command = ["git", *args]  # git from PATH, as the user's shell finds it
+        return subprocess.run(command, cwd=repository, capture_output=True, text=True)  # noqa: S603
 
-    resolved = git("rev-parse", "--verify", f"{revision}^{{commit}}")
+    # the user's revision after --end-of-options: one spelled like an option is a revision
+    resolved = git("rev-parse", "--verify", "--end-of-options", f"{revision}^{{commit}}")
     if resolved.returncode != 0:
         raise InputError(f"--against {revision!r}: not a commit of {repository}")
     with tempfile.TemporaryDirectory(prefix="scanbench-baseline-") as tmp:
         path = Path(tmp) / "baseline"
-        added = git("worktree", "add", "--detach", str(path), resolved.stdout.strip())
+        sha = resolved.stdout.strip()
+        added = git("worktree", "add", "--detach", "--end-of-options", str(path), sha)
         if added.returncode != 0:
             raise HarnessError(f"git worktree add failed: {added.stderr.strip()}")
         try:

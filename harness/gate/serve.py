@@ -239,7 +239,8 @@ def main(argv: list[str]) -> int:
                 channel.flush()
                 os.dup2(channel.fileno(), 1)
                 environ = {**os.environ, "XLA_FLAGS": wanted, RESTARTED: "1"}
-                os.execve(sys.executable, [sys.executable, __file__, *argv], environ)
+                # this very interpreter and file again, with the cell's XLA flags
+                os.execve(sys.executable, [sys.executable, __file__, *argv], environ)  # noqa: S606
         serve(spec, scenario, channel)
     except Exception as error:
         channel.write(json.dumps({"error": f"{type(error).__name__}: {error}"}) + "\n")

@@ -25,12 +25,12 @@ import hashlib
 import json
 import os
 import re
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..api import Record, StoreError
+from ..credentials import public_url
 from ..results import Run, load_run
 from ..safe_files import not_regular, write_json_new
 from .entry import SHA, CellPoint, Commit, Entry, Machine, Setup
@@ -45,17 +45,6 @@ def run_id(run: Run) -> str:
     """SHA-256 of the run's canonical JSON (key order and spacing do not matter)."""
     text = json.dumps(run.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def public_remote(url: str | None) -> str | None:
-    """The remote URL without credentials (``https://user:token@host/...`` -> ``https://
-    host/...``); an scp-like ``git@host:owner/repo`` is kept (``git`` is no secret)."""
-    if not url:
-        return None
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme and "@" in parts.netloc:
-        parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
-    return urllib.parse.urlunsplit(parts) if parts.scheme else url
 
 
 def commit_of(environment: Mapping[str, Any]) -> tuple[Commit, str | None]:
@@ -76,7 +65,7 @@ def commit_of(environment: Mapping[str, Any]) -> tuple[Commit, str | None]:
             git.get("date"),
             git.get("subject") or "",
             parents,
-            public_remote(git.get("remote")),
+            public_url(git.get("remote")) or None,
         )
     elif isinstance(environment.get("git_commit"), str):
         raw = environment["git_commit"]

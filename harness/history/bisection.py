@@ -166,8 +166,16 @@ def search(
 # ------------------------------------------------------------------ git
 
 
+def git(repository: Path, *args: str) -> subprocess.CompletedProcess:
+    """``git *args`` in ``repository`` (git from PATH, as the user's shell finds it); a
+    user-given revision in ``args`` always follows ``--end-of-options``, so that one
+    spelled like an option (``--output=FILE``) is read as a revision, never obeyed."""
+    command = ["git", *args]
+    return subprocess.run(command, cwd=repository, capture_output=True, text=True)  # noqa: S603
+
+
 def _git(repository: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repository, capture_output=True, text=True)
+    done = git(repository, *args)
     if done.returncode != 0:
         raise HarnessError(f"git {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout
@@ -175,16 +183,13 @@ def _git(repository: Path, *args: str) -> str:
 
 def resolve(repository: Path, revision: str, what: str) -> Revision:
     """The commit ``revision`` names, with its subject, date and parents."""
-    done = subprocess.run(
-        ["git", "log", "-1", "--format=%H%x00%s%x00%aI%x00%P", f"{revision}^{{commit}}", "--"],
-        cwd=repository,
-        capture_output=True,
-        text=True,
+    done = git(
+        repository,
+        *("log", "-1", "--format=%H%x00%s%x00%aI%x00%P", "--end-of-options"),
+        *(f"{revision}^{{commit}}", "--"),
     )
     if done.returncode != 0 or not done.stdout.strip():
-        inside = subprocess.run(
-            ["git", "rev-parse", "--git-dir"], cwd=repository, capture_output=True, text=True
-        )
+        inside = git(repository, "rev-parse", "--git-dir")
         if inside.returncode != 0:
             raise InputError(
                 f"{repository} is not a git repository: run scanbench bisect inside the "
@@ -203,9 +208,7 @@ def first_parent_range(repository: Path, good: Revision, bad: Revision) -> tuple
     """
     if good.sha == bad.sha:
         raise InputError(f"GOOD and BAD are the same commit ({good.short})")
-    ancestor = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", good.sha, bad.sha], cwd=repository
-    )
+    ancestor = git(repository, "merge-base", "--is-ancestor", "--end-of-options", good.sha, bad.sha)
     if ancestor.returncode != 0:
         raise InputError(f"GOOD {good.short} is not an ancestor of BAD {bad.short}")
     listed = _git(
@@ -214,6 +217,7 @@ def first_parent_range(repository: Path, good: Revision, bad: Revision) -> tuple
         "--first-parent",
         "--reverse",
         "--format=%H%x00%s%x00%aI%x00%P",
+        "--end-of-options",
         f"{good.sha}..{bad.sha}",
     )
     revisions = []

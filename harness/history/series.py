@@ -26,12 +26,23 @@ from .archive import History
 from .entry import CellPoint, Commit, Entry, Machine, Setup
 
 SCP = re.compile(r"^(?:[\w.-]+@)?(?P<host>[\w.-]+):(?P<path>[^/].*)$")  # git@host:owner/repo
+# the hosts a commit is linked to, by exact name (a history entry's remote is data from a
+# results file: "github.com.evil.example" or "evilgithub.com" gets no link), and the
+# path of a commit's page on each
+COMMIT_PAGES = {
+    "github.com": "commit",
+    "gitlab.com": "-/commit",
+    "bitbucket.org": "commits",
+    "codeberg.org": "commit",
+}
+HEX_SHA = re.compile(r"[0-9a-f]{1,64}")  # what reaches the link is a sha, nothing else
 
 
 def commit_url(remote: str | None, sha: str) -> str | None:
-    """The web page of a commit on GitHub or GitLab (https, ssh:// or ``git@host:`` forms
-    of the remote), else None."""
-    if not remote:
+    """The web page of a commit on a recognised host (`COMMIT_PAGES`, matched exactly:
+    github.com, gitlab.com, bitbucket.org, codeberg.org), from the https, ssh:// or
+    ``git@host:`` form of the remote; else None."""
+    if not remote or not HEX_SHA.fullmatch(sha or ""):
         return None
     match = SCP.match(remote)
     if match and "://" not in remote:
@@ -46,11 +57,8 @@ def commit_url(remote: str | None, sha: str) -> str | None:
     path = path.strip("/").removesuffix(".git")
     if path.count("/") < 1 or not re.fullmatch(r"[\w.\-/]+", path):
         return None
-    if "github" in host:
-        return f"https://{host}/{path}/commit/{sha}"
-    if "gitlab" in host:
-        return f"https://{host}/{path}/-/commit/{sha}"
-    return None
+    page = COMMIT_PAGES.get(host.lower())
+    return f"https://{host.lower()}/{path}/{page}/{sha}" if page else None
 
 
 def _timestamp(text: str | None) -> float | None:
