@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from ..ownership import check_owned
-from ..results import write_bytes_atomic
 from ..safe_files import write_bytes_atomic
 
 CACHE_ENV = "SCANBENCH_REFERENCE_CACHE"
