@@ -101,6 +101,27 @@ def _refresh_donated(prepared: Compiled) -> None:
     prepared.donated.refresh()
 
 
+def _leaf_ranges(args: tuple[Any, ...]) -> list[range]:
+    """The flat leaf indices of each positional argument (how jax numbers donations)."""
+    import jax
+
+    ranges, start = [], 0
+    for arg in args:
+        count = len(jax.tree.leaves(arg))
+        ranges.append(range(start, start + count))
+        start += count
+    return ranges
+
+
+def _flat_positions(args: tuple[Any, ...], positions: tuple[int, ...]) -> set[int]:
+    ranges = _leaf_ranges(args)
+    return {leaf for p in positions if 0 <= p < len(ranges) for leaf in ranges[p]}
+
+
+def _top_positions(args: tuple[Any, ...], leaves: tuple[int, ...]) -> set[int]:
+    return {p for p, leaf_range in enumerate(_leaf_ranges(args)) if set(leaf_range) & set(leaves)}
+
+
 def _donating(
     name: str, compile: Callable[[Any, Size], Compiled], donate: tuple[int, ...]
 ) -> Callable[[Any, Size], Compiled]:
@@ -110,12 +131,14 @@ def _donating(
 
     def prepare(inputs: Any, size: Size) -> Compiled:
         compiled = compile(inputs, size)
-        declared = tuple(getattr(compiled.executable, "donate_argnums", donate) or ())
-        if tuple(sorted(declared)) != tuple(sorted(donate)):
+        donated = getattr(compiled.executable, "donate_argnums", None)
+        if donated is not None and set(donated) != _flat_positions(compiled.args, donate):
+            declared = sorted(_top_positions(compiled.args, donated))
             raise InputError(
                 f"backend {name!r} declares donate={donate}, but its executable was "
-                f"compiled with donate_argnums={declared}; make the two the same (a donated "
-                "argument needs a fresh copy before every call: compiled_backend(donate=...))"
+                f"compiled with donate_argnums={tuple(declared)}; make the two the same (a "
+                "donated argument needs a fresh copy before every call: "
+                "compiled_backend(donate=...))"
             )
         if not donate:
             return compiled
