@@ -105,3 +105,35 @@ class Donated:
         jax refuses it: a timing path that skips ``setup`` fails loudly."""
         self._passed = True
         return tuple(self._handed.get(i, value) for i, value in enumerate(self.args))
+
+
+def _leaf_ranges(args: Sequence[Any]) -> list[range]:
+    """The flat leaf indices of each positional argument (how jax numbers donations)."""
+    import jax
+
+    ranges, start = [], 0
+    for arg in args:
+        count = len(jax.tree.leaves(arg))
+        ranges.append(range(start, start + count))
+        start += count
+    return ranges
+
+
+def check_declared(name: str, executable: Any, args: Sequence[Any], donate: Sequence[int]) -> None:
+    """Raise `InputError` unless ``executable`` (``jax.jit(...).lower(*args).compile()``)
+    donates exactly the arguments at ``donate`` (none: none). jax numbers its donations by
+    flattened leaf; ``donate`` by positional argument. An executable without
+    ``donate_argnums`` (not a jax one) passes."""
+    leaves = getattr(executable, "donate_argnums", None)
+    if leaves is None:
+        return
+    ranges = _leaf_ranges(args)
+    wanted = {leaf for p in donate if 0 <= p < len(ranges) for leaf in ranges[p]}
+    if set(leaves) == wanted:
+        return
+    compiled = tuple(p for p, leaf_range in enumerate(ranges) if set(leaf_range) & set(leaves))
+    raise InputError(
+        f"backend {name!r} declares donate={tuple(donate)}, but its executable was compiled "
+        f"with donate_argnums={compiled}; make the two the same (a donated argument needs a "
+        "fresh copy before every call: declare it with donate=)"
+    )

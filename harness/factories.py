@@ -29,8 +29,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .api import Backend, InputError, Param, Size, Strategy
-from .donation import Donated
+from .api import Backend, Param, Size, Strategy
+from .donation import Donated, check_declared
 from .timing import block_until_ready
 
 READY_MARK = "__scanbench_returns_ready__"
@@ -101,27 +101,6 @@ def _refresh_donated(prepared: Compiled) -> None:
     prepared.donated.refresh()
 
 
-def _leaf_ranges(args: tuple[Any, ...]) -> list[range]:
-    """The flat leaf indices of each positional argument (how jax numbers donations)."""
-    import jax
-
-    ranges, start = [], 0
-    for arg in args:
-        count = len(jax.tree.leaves(arg))
-        ranges.append(range(start, start + count))
-        start += count
-    return ranges
-
-
-def _flat_positions(args: tuple[Any, ...], positions: tuple[int, ...]) -> set[int]:
-    ranges = _leaf_ranges(args)
-    return {leaf for p in positions if 0 <= p < len(ranges) for leaf in ranges[p]}
-
-
-def _top_positions(args: tuple[Any, ...], leaves: tuple[int, ...]) -> set[int]:
-    return {p for p, leaf_range in enumerate(_leaf_ranges(args)) if set(leaf_range) & set(leaves)}
-
-
 def _donating(
     name: str, compile: Callable[[Any, Size], Compiled], donate: tuple[int, ...]
 ) -> Callable[[Any, Size], Compiled]:
@@ -131,15 +110,7 @@ def _donating(
 
     def prepare(inputs: Any, size: Size) -> Compiled:
         compiled = compile(inputs, size)
-        donated = getattr(compiled.executable, "donate_argnums", None)
-        if donated is not None and set(donated) != _flat_positions(compiled.args, donate):
-            declared = sorted(_top_positions(compiled.args, donated))
-            raise InputError(
-                f"backend {name!r} declares donate={donate}, but its executable was "
-                f"compiled with donate_argnums={tuple(declared)}; make the two the same (a "
-                "donated argument needs a fresh copy before every call: "
-                "compiled_backend(donate=...))"
-            )
+        check_declared(name, compiled.executable, compiled.args, donate)
         if not donate:
             return compiled
         return dataclasses.replace(compiled, donated=Donated(compiled.args, donate, name))
@@ -251,6 +222,7 @@ def loop_backend(
     reducible_to: int | None = None,
     setup: Callable[[Any], Any] | None = None,
     checked: bool = True,
+    donate: tuple[int, ...] = (),
 ) -> Backend:
     """A host-driven loop: ``run(prepared)`` calls jitted functions (or another library)
     from Python; it is wrapped to return only when its whole output is ready. The
@@ -265,6 +237,8 @@ def loop_backend(
             scaled when a whole call would exceed the time budget (`scanbench.api.Backend`).
         setup: ``setup(prepared)`` untimed before every call (a stateful function).
         checked: False: timed without comparing the output with the reference.
+        donate: the positions of the arguments ``run`` donates (`scanbench.api.Backend`);
+            ``setup`` must hand each call fresh ones (`scanbench.donation.Donated`).
     """
     return Backend(
         name=name,
@@ -281,6 +255,7 @@ def loop_backend(
         reducible_to=reducible_to,
         setup=setup,
         checked=checked,
+        donate=tuple(donate),
     )
 
 

@@ -137,3 +137,21 @@ def test_the_gate_worker_hands_each_call_a_fresh_buffer():
     rule = BaselineRule(f"{DONATES}:SCENARIO", "donated", "smoke", delta=0.1, floor_s=0.0)
     with ServedCell(rule, Side(ROOT), 120) as served:
         assert len(served.samples(4)) == 4
+
+
+def test_the_notebook_api_donates_checks_and_counts():
+    from scanbench import compare
+
+    x, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    into = jax.jit(lambda x, o: o.at[:].set(2 * x), donate_argnums=1)
+    plain = jax.jit(lambda x, o: 2 * x)
+    functions = {"scan-plain": plain, "scan-into": into}
+    table = compare(functions, x, out, donate={"scan-into": 1}, timing=QUICK)
+    records = {record.backend: record for record in table.attrs["run"].records}
+    assert all(record.status == "ok" for record in records.values())
+    assert records["scan-into"].counts.per_call()["donated"] == 1
+    assert records["scan-plain"].counts.per_call()["donated"] == 0
+    (undeclared,) = compare({"scan-into": into}, x, out, timing=QUICK).attrs["run"].records
+    assert undeclared.status == "failed" and "declares donate=()" in undeclared.error
+    with pytest.raises(InputError, match=r"donate\['scan-into'\] = \(2,\): positions must"):
+        compare({"scan-into": into}, x, out, donate=(2,), timing=QUICK)
