@@ -250,6 +250,11 @@ class Backend:
         parallel: it uses every core of the machine (a Numba ``prange`` loop; a sharded
             backend is parallel by its strategy): its memory bound is the copy bandwidth
             of every core, not of one.
+        donate: the positions of the arguments its executable donates
+            (``jax.jit(..., donate_argnums=...)``), declared through
+            `scanbench.factories.compiled_backend` or the notebook API's ``donate=``:
+            its ``setup`` then hands each call fresh copies of them, untimed, and checks
+            that the previous call's copies were deleted (`scanbench.donation`).
         reducible_to: for a costly backend (an eager or Python loop) of a scenario with
             ``count_along``: at sizes with more units than this, the cell is first checked
             and timed with ``count_along`` at this many units; when ``min_count`` whole
@@ -279,11 +284,17 @@ class Backend:
     setup: Callable[[Any], Any] | None = None
     checked: bool = True
     parallel: bool = False
+    donate: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if bool(self.params) != (self.bind is not None):
             raise InputError(f"backend {self.name!r}: params and bind go together")
         check_declared(f"backend {self.name!r}", self.xla_flags)
+        if self.donate and self.setup is None:
+            raise InputError(
+                f"backend {self.name!r}: donate={self.donate} needs a setup that hands each "
+                "call fresh donated arguments (scanbench.donation.Donated.refresh)"
+            )
         units = self.reducible_to
         if units is not None and (
             not isinstance(units, int) or isinstance(units, bool) or units < 1

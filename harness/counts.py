@@ -82,6 +82,8 @@ COUNT_KEYS: tuple[CountKey, ...] = (
         True,
         "launch_by_executable",
     ),
+    CountKey("donated", "donated arguments", "static", "donated"),
+    CountKey("donation_copies", "copies despite donation", "static", "donation_copies"),
     CountKey("h2d", "H2D", "transfers", "h2d", True),
     CountKey("h2d_bytes", "H2D bytes", "transfers", "h2d_bytes", measure="bytes"),
     CountKey("h2d_unknown", "H2D of unknown size", "transfers", "h2d_unknown_size"),

@@ -3,7 +3,10 @@ ready result* holds by construction (optax/evosax style: data plus pure function
 
 - `compiled_backend`: one AOT-compiled JAX executable and its device arguments, built in
   the untimed ``prepare``; ``run`` is exactly one dispatch of it, then a wait for the
-  whole output. `jax_backend` is the common case of a pure function of the inputs.
+  whole output. `jax_backend` is the common case of a pure function of the inputs. An
+  executable compiled with ``donate_argnums`` declares them (``donate=``): each call then
+  gets fresh copies of those arguments, made untimed before it, and the donation is
+  checked (`scanbench.donation`).
 - `loop_backend`: a host-driven loop (a Python loop of jitted calls, an ask/tell loop of
   another library); ``run`` waits for the whole output it returns.
 - `host_backend`: NumPy, SciPy or Numba on the host; a Numba function is compiled in
@@ -27,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .api import Backend, Param, Size, Strategy
+from .donation import Donated, check_declared
 from .timing import block_until_ready
 
 READY_MARK = "__scanbench_returns_ready__"
@@ -77,15 +81,41 @@ class Compiled:
         executable: ``jax.jit(f).lower(*args).compile()``.
         args: the positional arguments ``run`` passes to it.
         state: anything else ``to_reference`` or a test may need (not passed to it).
+        donated: set by `compiled_backend` when it declares donated arguments: the
+            fresh copies each call gets (`scanbench.donation.Donated`).
     """
 
     executable: Any
     args: tuple[Any, ...]
     state: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    donated: Donated | None = None
 
 
 def _call_compiled(prepared: Compiled) -> Any:
+    if prepared.donated is not None:
+        return prepared.executable(*prepared.donated.call_args())
     return prepared.executable(*prepared.args)
+
+
+def _refresh_donated(prepared: Compiled) -> None:
+    prepared.donated.refresh()
+
+
+def _donating(
+    name: str, compile: Callable[[Any, Size], Compiled], donate: tuple[int, ...]
+) -> Callable[[Any, Size], Compiled]:
+    """``compile`` whose executable must donate exactly ``donate`` (none: none), wrapped
+    so that a donating one's arguments are held by a `Donated` (fresh copies before every
+    call)."""
+
+    def prepare(inputs: Any, size: Size) -> Compiled:
+        compiled = compile(inputs, size)
+        check_declared(name, compiled.executable, compiled.args, donate)
+        if not donate:
+            return compiled
+        return dataclasses.replace(compiled, donated=Donated(compiled.args, donate, name))
+
+    return prepare
 
 
 def compiled_backend(
@@ -98,6 +128,7 @@ def compiled_backend(
     sizes: frozenset[str] | None = None,
     skip_reason: str = "",
     xla_flags: tuple[str, ...] = (),
+    donate: tuple[int, ...] = (),
 ) -> Backend:
     """A backend that runs one AOT-compiled JAX executable per call.
 
@@ -110,12 +141,19 @@ def compiled_backend(
         sizes: size names the backend runs at (``None``: all).
         skip_reason: shown for the other sizes.
         xla_flags: XLA flags its worker starts with (see `scanbench.api.Backend`).
+        donate: positions in ``Compiled.args`` the executable donates (compiled with
+            the same ``donate_argnums``, checked in prepare). Before every call, untimed
+            (``Backend.setup``), they are copied afresh from the prepared values, and
+            the copies the previous call got must have been deleted by it, else the
+            cell fails (`scanbench.donation.DonationError`); the copies XLA still made
+            are counted from the HLO (`scanbench.probes.donation`).
     """
+    donate = tuple(donate)
     return Backend(
         name=name,
         strategy=strategy,
         engine="jax",
-        prepare=compile,
+        prepare=_donating(name, compile, donate),
         run=returns_ready(_call_compiled),
         description=description,
         to_reference=to_reference,
@@ -123,6 +161,8 @@ def compiled_backend(
         skip_reason=skip_reason,
         executables=lambda prepared: {name: (prepared.executable, 1)},
         xla_flags=xla_flags,
+        setup=_refresh_donated if donate else None,
+        donate=donate,
     )
 
 
@@ -182,6 +222,7 @@ def loop_backend(
     reducible_to: int | None = None,
     setup: Callable[[Any], Any] | None = None,
     checked: bool = True,
+    donate: tuple[int, ...] = (),
 ) -> Backend:
     """A host-driven loop: ``run(prepared)`` calls jitted functions (or another library)
     from Python; it is wrapped to return only when its whole output is ready. The
@@ -196,6 +237,8 @@ def loop_backend(
             scaled when a whole call would exceed the time budget (`scanbench.api.Backend`).
         setup: ``setup(prepared)`` untimed before every call (a stateful function).
         checked: False: timed without comparing the output with the reference.
+        donate: the positions of the arguments ``run`` donates (`scanbench.api.Backend`);
+            ``setup`` must hand each call fresh ones (`scanbench.donation.Donated`).
     """
     return Backend(
         name=name,
@@ -212,6 +255,7 @@ def loop_backend(
         reducible_to=reducible_to,
         setup=setup,
         checked=checked,
+        donate=tuple(donate),
     )
 
 

@@ -48,6 +48,7 @@ from .api import (
 )
 from .checks import leaf_path
 from .diagnosis import diagnose, facts_of
+from .donation import Donated, check_declared
 from .environment import collect
 from .execution.cells import Cell
 from .execution.launcher import decomposed, run_cell_in_worker, with_stats
@@ -235,17 +236,36 @@ def _backend(
     strategy: Strategy,
     setup: Callable[[], Any] | None = None,
     checked: bool = True,
+    donate: tuple[int, ...] = (),
 ) -> Backend:
     jitted = hasattr(function, "lower")
 
     def prepare(args: tuple, size: Size) -> dict[str, Any]:
-        compiled = None
+        compiled = donated = None
+        if donate:  # on the device: only a device buffer can be donated
+            import jax
+
+            args = tuple(jax.device_put(a) if i in donate else a for i, a in enumerate(args))
         if jitted:  # the compile time, measured apart from the first call
             try:
                 compiled = function.lower(*args).compile()
             except Exception:  # static arguments it cannot lower as given: first call
                 compiled = None
-        return {"args": args, "compiled": compiled}
+        if compiled is not None:
+            check_declared(name, compiled, args, donate)
+        if donate:
+            donated = Donated(args, donate, name)
+        return {"args": args, "compiled": compiled, "donated": donated}
+
+    def run(prepared: dict[str, Any]) -> Any:
+        held = prepared["donated"]
+        return function(*(prepared["args"] if held is None else held.call_args()))
+
+    def set_up(prepared: dict[str, Any]) -> None:
+        if prepared["donated"] is not None:
+            prepared["donated"].refresh()
+        if setup is not None:
+            setup()
 
     def executables(prepared: dict[str, Any]) -> dict[str, Any]:
         compiled = prepared["compiled"]
@@ -255,13 +275,44 @@ def _backend(
         name,
         strategy,
         prepare,
-        lambda prepared: function(*prepared["args"]),
+        run,
         engine="jax" if jitted else NOT_JITTED,
         description=getattr(function, "__doc__", None) or "",
         executables=executables if jitted else None,
-        setup=None if setup is None else (lambda prepared: setup()),
+        setup=None if setup is None and not donate else set_up,
         checked=checked,
+        donate=donate,
     )
+
+
+def _donations(
+    donate: Sequence[int] | Mapping[str, Sequence[int]] | None,
+    functions: Mapping[str, Callable[..., Any]],
+    count: int,
+) -> dict[str, tuple[int, ...]]:
+    """Each function's donated argument positions (``donate=`` of `compare`), checked."""
+    if donate is None:
+        return dict.fromkeys(functions, ())
+    given = dict(donate) if isinstance(donate, Mapping) else dict.fromkeys(functions, donate)
+    unknown = set(given) - set(functions)
+    if unknown:
+        raise InputError(
+            f"donate names no function: {', '.join(sorted(map(str, unknown)))}; "
+            f"choose among {', '.join(functions)}"
+        )
+    out = dict.fromkeys(functions, ())
+    for key, positions in given.items():
+        if isinstance(positions, int):
+            positions = (positions,)
+        positions = tuple(positions)
+        bad = [p for p in positions if not isinstance(p, int) or not 0 <= p < count]
+        if bad:
+            raise InputError(
+                f"donate[{key!r}] = {positions!r}: positions must be integers in "
+                f"0..{count - 1} (the {count} arguments given)"
+            )
+        out[key] = positions
+    return out
 
 
 def scenario_of(
@@ -274,9 +325,11 @@ def scenario_of(
     name: str = NAME,
     setup: Callable[[], Any] | Mapping[str, Callable[[], Any]] | None = None,
     check: bool = True,
+    donate: Sequence[int] | Mapping[str, Sequence[int]] | None = None,
 ) -> Scenario:
     """The in-memory scenario of ``functions`` on ``args`` (see the module doc);
-    ``setup``: one callable for every function, or one per function name."""
+    ``setup``: one callable for every function, or one per function name; ``donate``:
+    the positions of the arguments every function donates, or one tuple per name."""
     if not functions:
         raise InputError("compare needs at least one function: {name: function, ...}")
     for key, function in functions.items():
@@ -301,8 +354,11 @@ def scenario_of(
             "setup must be a callable (run before every call of every function) or "
             f"{{name: callable}} naming the functions ({', '.join(functions)})"
         )
+    donations = _donations(donate, functions, len(args))
     backends = {
-        key: _backend(key, function, _strategy(key, strategies), setups.get(key), check)
+        key: _backend(
+            key, function, _strategy(key, strategies), setups.get(key), check, donations[key]
+        )
         for key, function in functions.items()
     }
     shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for _, a in _leaves(args)) or "no arrays"
@@ -387,6 +443,7 @@ def compare(
     timeout_s: float = 900.0,
     setup: Callable[[], Any] | Mapping[str, Callable[[], Any]] | None = None,
     check: bool = True,
+    donate: Sequence[int] | Mapping[str, Sequence[int]] | None = None,
     min_samples: int | None = None,
     grow: Mapping[str, Sequence[int] | Mapping[int, Any]] | None = None,
     args_for: Callable[[int], Any] | None = None,
@@ -412,6 +469,10 @@ def compare(
         check: False times the functions without comparing their outputs with the
             reference's (a function whose output changes by design); the table and the
             reports say "unchecked".
+        donate: the positions of the arguments the functions donate (compiled with
+            ``jax.jit(..., donate_argnums=...)``): one tuple for every function, or
+            ``{name: positions}``. Each call gets fresh device copies of them, made
+            untimed, and the donation is checked and counted (`scanbench.donation`).
         min_samples: at least this many timed calls whatever the time budget (a call of
             seconds is otherwise timed once, with no interval).
         grow: how the cost grows: ``{axis: [values]}`` with ``args_for(value)`` giving
@@ -443,9 +504,10 @@ def compare(
         points = grow_points(grow, args_for)
         options = {"strategies": strategies, "tolerance": tolerance, "work": work, "name": name}
         options.update(setup=setup, check=check, timing=timing, probes=probes, isolate=isolate)
+        options.update(donate=donate)
         return compare_grown(functions, points, reference, grow_budget_s, timeout_s, **options)
     scenario = scenario_of(
-        functions, args, reference, strategies, tolerance, work, name, setup, check
+        functions, args, reference, strategies, tolerance, work, name, setup, check, donate
     )
     environment = _environment(probes)
     records = []

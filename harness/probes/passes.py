@@ -25,6 +25,7 @@ from ..timing import call_and_wait
 from .compilations import count_compilations
 from .conversions import counting as counting_conversions
 from .conversions import summarize as summarize_conversions
+from .donation import donation_facts
 from .extrapolation import POINTS, linear_counts
 from .gpu import command_buffers_enabled, count_gpu_events
 from .hlo import estimate, summarize
@@ -45,13 +46,21 @@ def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
     if backend.executables is None:
         return {"available": False, "reason": "backend exposes no compiled executables"}
     executables = {}
-    kernels = launch = unknown = 0
+    kernels = launch = unknown = donated = donation_copies = 0
     operations: dict[str, float | None] = dict.fromkeys(OPERATIONS, 0.0)
     operations_errors = []
     custom_calls = 0
     for name, (compiled, calls) in backend.executables(prepared).items():
-        result = estimate(compiled.as_text())
-        executables[name] = {"calls_per_run": calls, **result.to_json()}
+        text = compiled.as_text()
+        result = estimate(text)
+        donation = donation_facts(text)
+        executables[name] = {
+            "calls_per_run": calls,
+            **result.to_json(),
+            "donation": donation.to_json(),
+        }
+        donated += donation.donated * calls
+        donation_copies += donation.copies * calls
         try:
             executables[name]["memory"] = static_plan(compiled)
         except Exception as error:  # the HLO counts stand without the plan
@@ -75,6 +84,8 @@ def static_counts(backend: Backend, prepared: Any) -> dict[str, Any]:
         **operations,
         "custom_calls": custom_calls,  # opaque to XLA's cost analysis: flops a lower bound
         **({"operations_error": "; ".join(operations_errors)} if operations_errors else {}),
+        "donated": donated,
+        "donation_copies": donation_copies,
         "executables": executables,
     }
 

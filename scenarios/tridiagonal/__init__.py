@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import functools
 
-from scanbench import Param, Scenario, Strategy, host_backend, jax_backend, parametric
+from scanbench import (
+    Param,
+    Scenario,
+    Strategy,
+    compiled_backend,
+    host_backend,
+    jax_backend,
+    parametric,
+)
 
 from . import (
     blocked,
@@ -65,15 +73,16 @@ _BACKENDS = [
         unroll=Param(1, description="lax.scan(unroll=...): iterations per loop body"),
     ),
     parametric(
-        lambda block: jax_backend(
+        lambda block: compiled_backend(
             "scanned-blocked",
             Strategy.SCANNED,
-            functools.partial(blocked.blocked_kernel, block=block),
-            description="time-major scans over blocks of systems (fori_loop), each block's "
-            "primes kept in cache; XLA:CPU loops compiled as native kernels",
-            layout=scanned.to_time_major,
+            functools.partial(blocked.donated_compile, block=block),
+            description="time-major sweeps over blocks of systems (fori_loop), each block's "
+            "primes kept in cache, written in place into a donated output; XLA:CPU loops "
+            "compiled as native kernels",
             to_reference=scanned.from_time_major,
             xla_flags=blocked.SMALL_LOOPS,
+            donate=(1,),
         ),
         block=Param(blocked.DEFAULT_BLOCK, description="systems per block"),
     ),
