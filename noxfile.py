@@ -197,8 +197,9 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def figures(session: nox.Session) -> None:
     """The runs the manual's figures are drawn from (docs/results/*.json: a smoke and a
-    default run of every scenario, minutes), then the README's generated block. Run it on
-    a quiet machine; commit the results files with the docs that show them."""
+    default run of every scenario, minutes), then every generated block of the README and
+    the manual (`python docs/figures.py`). Run it on a quiet machine; commit the results
+    files with the docs that show them."""
     _install(session, "-e", ".")
     for size in ("smoke", "default"):
         out = f"docs/results/{size}.json"

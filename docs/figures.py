@@ -1,18 +1,26 @@
-"""The figures the manual and the README show from a run, drawn from a results file.
+"""The figures the manual and the README show from a run, drawn from a results file, and
+the one command that writes every generated block of the Markdown sources.
 
 Nothing measured is typed into the docs: each figure is rendered from a stored results
 file (``docs/results/*.json``, written by ``nox -s figures``) and says which machine
-recorded it and when. The MkDocs hook (``docs/hooks.py``) renders the docs' markers at
-build time; ``python docs/figures.py`` rewrites the README's generated block, and a test
-checks it matches its results file.
+recorded it and when. ``python docs/figures.py`` writes every generated block of the
+README and the manual (`blocks`: results figures, ``--help`` texts, tables drawn from the
+code by `tables`) into the Markdown sources, so that GitHub shows what the built site
+shows, and plots as SVG files under ``docs/img/``; ``--check`` changes nothing and exits
+1 naming each block that differs from what the code and the committed results give.
 
-Figures (``NAME RESULTS.json [KEY=VALUE ...]``):
+Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 
 - ``calibration``: the unit costs measured in the run (dispatch, kernel launch, transfer
   latency and bandwidth, copy bandwidth, profiler event);
 - ``timing scenario=S size=Z``: the report's timing table of one scenario and size;
+- ``summary scenario=S size=Z``: the same, trimmed to backend, strategy, median, speedup
+  and the bound (the README's sample);
 - ``counts scenario=S size=Z``: its counts table;
 - ``diagnosis scenario=S size=Z``: its "What to change" list;
+- ``time-bars scenario=S size=Z``: the report's plot of each backend's median (an SVG);
+- ``decomposition scenario=S size=Z``: the report's plot of where each backend's time
+  goes (an SVG);
 - ``glance``: the report's "At a glance" table;
 - ``run-time``: where the run's time went (stages summed over the cells).
 """
@@ -20,6 +28,8 @@ Figures (``NAME RESULTS.json [KEY=VALUE ...]``):
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import io
 import os
 import re
@@ -27,17 +37,36 @@ import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import blocks
+import tables
+
 from scanbench.cli.main import build_parser
+from scanbench.reports import plots
 from scanbench.reports.model import build
 from scanbench.results import Run, load_run
+from scanbench.store import Run
+from scanbench.store import load_run as _load_run
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
-README_RESULTS = "docs/results/smoke.json"
-README_BEGIN = "<!-- generated from"
-README_END = "<!-- end of generated block -->"
+IMAGES = ROOT / "docs" / "img"
+DIGEST = re.compile(r"<dc:description>scanbench-figure ([0-9a-f]{64})</dc:description>")
 
 
+@functools.cache
+def load_run(path: Path) -> Run:
+    """A results file, read once per process (the figures of a page share it)."""
+    return _load_run(path)
+
+
+@functools.cache
+def report(path: Path):
+    """The report model of one results file, built once per process."""
+    return build([load_run(path)])
+
+
+@functools.cache
 def command_help(command: str = "") -> str:
     """The real ``scanbench [COMMAND] --help`` text (80 columns, as a terminal shows it)."""
     os.environ["COLUMNS"] = "80"  # argparse wraps to the terminal; fixed for the docs
@@ -71,9 +100,8 @@ def _markdown(frame) -> str:
     return frame.to_markdown(index=False, disable_numparse=True)
 
 
-def _table(run: Run, scenario: str, size: str):
-    report = build([run])
-    for table in report.tables:
+def _table(path: Path, scenario: str, size: str):
+    for table in report(path).tables:
         rows = table.rows
         if table.scenario == scenario and str(rows["size"].iloc[0]) == size:
             return table
@@ -109,47 +137,125 @@ def calibration(run: Run) -> str:
     return "\n".join(lines)
 
 
+def _plot(name: str, path: Path, options: dict[str, str]) -> plots.Plot | None:
+    table = _table(path, options["scenario"], options["size"])
+    if name == "time-bars":
+        return plots.time_bars(table.ok, table.title)
+    return plots.decomposition_bars(table.ok, table.title)
+
+
+def _digest(path: Path, plot: plots.Plot, name: str, options: dict[str, str]) -> str:
+    """What the SVG is drawn from: the results file, the figure's arguments, its title and
+    caption, and the code that draws it (so that a change of either marks it stale)."""
+    source = Path(plots.__file__).read_bytes()
+    parts = [path.read_bytes(), source, repr((name, sorted(options.items()))).encode()]
+    parts += [plot.title.encode(), plot.caption.encode()]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+def image(name: str, path: Path, options: dict[str, str], page: Path, write: bool) -> str:
+    """A plot of the report as a committed SVG file, linked from ``page``; the file is
+    (re)drawn only when what it is drawn from changed (``write``), else it must be current."""
+    run = load_run(path)
+    plot = _plot(name, path, options)
+    if plot is None:
+        raise KeyError(f"figure {name!r} of {path.name} {options}: nothing to plot")
+    file = IMAGES / f"{path.stem}-{options['scenario']}-{options['size']}-{name}.svg"
+    digest = _digest(path, plot, name, options)
+    found = DIGEST.search(file.read_text(encoding="utf-8")) if file.exists() else None
+    if found is None or found[1] != digest:
+        if not write:
+            raise StaleImage(f"{file.relative_to(ROOT)} is stale: run `python docs/figures.py`")
+        IMAGES.mkdir(exist_ok=True)
+        import matplotlib
+
+        with matplotlib.rc_context({"svg.hashsalt": "scanbench", "svg.fonttype": "none"}):
+            plot.figure.savefig(
+                file,
+                format="svg",
+                bbox_inches="tight",
+                metadata={"Date": None, "Description": f"scanbench-figure {digest}"},
+            )
+        print(f"redrawn: {file.relative_to(ROOT)}", file=sys.stderr)
+    link = os.path.relpath(file, page.parent).replace(os.sep, "/")
+    return f"![{plot.title}]({link})\n\n{plot.caption}\n\n{provenance(run, path)}"
+
+
+class StaleImage(Exception):
+    """A committed SVG is not what the code and the committed results draw now."""
+
+
 def render(name: str, path: Path, options: dict[str, str]) -> str:
-    """The figure ``name`` of the results file at ``path``, with its provenance."""
+    """The table figure ``name`` of the results file at ``path``, with its provenance."""
     run = load_run(path)
     if name == "calibration":
         body = calibration(run)
-    elif name in ("timing", "counts", "diagnosis"):
-        table = _table(run, options["scenario"], options["size"])
+    elif name in ("timing", "counts", "diagnosis", "summary"):
+        table = _table(path, options["scenario"], options["size"])
         if name == "diagnosis":
             body = "\n".join(f"- **{backend}**: {text}" for backend, text in table.diagnoses)
+        elif name == "summary":
+            prefixes = ("backend", "strategy", "median", "speedup", "x BW bound")
+            keep = [c for c in table.timing.columns if c.startswith(prefixes)]
+            body = _markdown(table.timing[keep])
         else:
             frame = table.timing if name == "timing" else table.counts
             body = _markdown(frame) if frame is not None else "(nothing measured)"
     elif name == "glance":
-        body = _markdown(build([run]).glance)
+        body = _markdown(report(path).glance)
     elif name == "run-time":
-        body = _markdown(build([run]).run_time)
+        body = _markdown(report(path).run_time)
     else:
         raise KeyError(f"no figure {name!r}; see docs/figures.py")
     return f"{body}\n\n{provenance(run, path)}"
 
 
-def readme_block(path: Path = ROOT / README_RESULTS) -> str:
-    """The README's sample: the smoke run's TDMA timing table, trimmed to a few columns."""
-    table = _table(load_run(path), "tridiagonal", "smoke")
-    prefixes = ("backend", "strategy", "median", "speedup", "x BW bound")
-    keep = table.timing[[c for c in table.timing.columns if c.startswith(prefixes)]]
-    return (
-        f"{README_BEGIN} {README_RESULTS} by `python docs/figures.py` -->\n\n"
-        f"{_markdown(keep)}\n\n{provenance(load_run(path), path)}\n\n{README_END}"
-    )
+def renderer(write: bool):
+    """The function that draws a block of a page (`blocks.regenerate`)."""
+
+    def draw(block: blocks.Block) -> str:
+        try:
+            if block.kind == "scanbench-help":
+                return f"```text\n{command_help(block.args)}\n```"
+            if block.kind == "table":
+                return tables.render(block.args, block.page)
+            name, path, *rest = block.args.split()
+            options = dict(option.split("=", 1) for option in rest)
+            if name in ("time-bars", "decomposition"):
+                return image(name, ROOT / path, options, block.page, write)
+            return render(name, ROOT / path, options)
+        except (KeyError, ValueError, OSError) as error:
+            raise ValueError(f"{block.where}: {block.kind}: {block.args}: {error}") from error
+
+    return draw
 
 
-def readme_with_block(text: str, block: str) -> str:
-    """The README with its generated block replaced."""
-    pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
-    if not pattern.search(text):
-        raise ValueError("README.md has no generated block")
-    return pattern.sub(lambda match: block, text, count=1)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    try:
+        found = blocks.stale(renderer(write=not args.check))
+    except StaleImage as error:
+        print(f"stale: {error}", file=sys.stderr)
+        return 1
+    if not args.check and found:  # what was written (an image, a page) may show in the layout
+        for page, fresh in found.items():
+            page.write_text(fresh, encoding="utf-8")
+            print(f"redrawn: {page.relative_to(ROOT)}", file=sys.stderr)
+        found = blocks.stale(renderer(write=True))
+    for page, fresh in found.items():
+        old = page.read_text(encoding="utf-8")
+        where = f"{page.relative_to(ROOT)}: {blocks.first_difference(old, fresh)}"
+        if args.check:
+            print(f"stale: {where}", file=sys.stderr)
+        else:
+            page.write_text(fresh, encoding="utf-8")
+            print(f"redrawn: {page.relative_to(ROOT)}", file=sys.stderr)
+    if args.check and found:
+        print("run `python docs/figures.py` and commit the pages", file=sys.stderr)
+    return 1 if args.check and found else 0
 
 
 if __name__ == "__main__":
-    text = README.read_text(encoding="utf-8")
-    README.write_text(readme_with_block(text, readme_block()), encoding="utf-8")
-    print(f"README.md: the generated block redrawn from {README_RESULTS}", file=sys.stderr)
+    sys.exit(main())

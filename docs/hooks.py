@@ -1,39 +1,39 @@
-"""MkDocs hooks: what the manual shows from the program itself, generated at build time.
+"""MkDocs hook: every generated block of a page is checked against the program and the
+committed results while the manual is built.
 
-- ``<!-- scanbench-help: COMMAND -->`` becomes the real ``scanbench COMMAND --help``
-  (``<!-- scanbench-help: -->``: the top-level help), so the command-line page cannot
-  drift from the parser;
-- ``<!-- figure: NAME RESULTS.json [KEY=VALUE ...] -->`` becomes the figure NAME of
-  `figures` drawn from that results file (with the machine and date it records).
-
-Both fail the build (``mkdocs build --strict``) when they name something that does not
-exist.
+The blocks are written into the Markdown sources by ``python docs/figures.py`` (see
+`blocks`), so GitHub shows them as the site does. Here each page is drawn again; a page
+whose committed blocks differ is logged as a warning, which fails ``mkdocs build
+--strict`` (the published site never shows a stale block), and is shown as drawn now, so
+that ``mkdocs serve`` shows what the next commit will hold. A marker that names nothing
+fails the build too.
 """
 
 from __future__ import annotations
 
-import re
+import logging
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import blocks
 import figures
 
-HELP = re.compile(r"<!--\s*scanbench-help:\s*(?P<command>[\w-]*)\s*-->")
-FIGURE = re.compile(r"<!--\s*figure:\s*(?P<args>[^>]*?)\s*-->")
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _help(match: re.Match) -> str:
-    return f"```text\n{figures.command_help(match['command'])}\n```"
-
-
-def _figure(match: re.Match) -> str:
-    name, path, *options = match["args"].split()
-    return figures.render(name, ROOT / path, dict(option.split("=", 1) for option in options))
+log = logging.getLogger("mkdocs.plugins.scanbench")
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    markdown = HELP.sub(_help, markdown)
-    return FIGURE.sub(_figure, markdown)
+    path = Path(page.file.abs_src_path)
+    try:
+        fresh = blocks.regenerate(path, markdown, figures.renderer(write=False))
+    except figures.StaleImage as error:
+        log.warning("%s: %s", page.file.src_path, error)
+        return markdown
+    if fresh != markdown:
+        log.warning(
+            "%s: a generated block is stale (%s); run `python docs/figures.py`",
+            page.file.src_path,
+            blocks.first_difference(markdown, fresh),
+        )
+    return fresh

@@ -606,8 +606,8 @@ def profile(function: Callable[..., Any], *args: Any, name: str | None = None, *
 
 
 def report(result: Any, md: str | None = None, html: str | None = None) -> str:
-    """The markdown report of a `compare` table or a `Profile` (returned), written to
-    ``md`` and, as HTML with plots, to ``html`` when given."""
+    """The markdown report of a `compare` table (returned), written to ``md`` and, as HTML
+    with plots, to ``html`` when given. A `Profile` is refused: it prints with ``.text()``."""
     run = result.attrs["run"] if hasattr(result, "attrs") else None
     if run is None and isinstance(result, Profile):
         raise InputError("report a compare() table; a Profile prints with .text()")

@@ -2,10 +2,10 @@
 
 No network and no external files: CSS is inline and every plot is an SVG data URI in an
 ``<img>``. Sections: at a glance (the winner of every table), then per scenario the time vs
-size plot per device, per table (scenario / size / dtype / device) the speedup and
-decomposition plots with the timing and counts tables, devices side by side when several
-devices measured the same size; then what was not compared, the environments and the
-column help.
+size plot per device (two sizes or more), per table (scenario / size / dtype / device) one
+bar per backend (its speedup over the baseline, else its time) and the decomposition plot
+with the timing and counts tables, devices side by side when several devices measured the
+same size; then what was not compared, the environments and the column help.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def _section(table: Table) -> list[str]:
     if table.timing is not None:
         out.append(_table(table.timing))
         out += _notes(table.notes)
-        out += _figure(plots.speedup_bars(table.ok, table.title))
+        # one bar per backend: its speedup over the baseline, else its time
+        out += _figure(
+            plots.speedup_bars(table.ok, table.title) or plots.time_bars(table.ok, table.title)
+        )
         for sweep in plots.parameter_sweeps(table.ok, table.title):
             out += _figure(sweep)
     if table.counts is not None:

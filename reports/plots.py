@@ -2,6 +2,9 @@
 
 Figures are built with `matplotlib.figure.Figure` (no pyplot, no global state) from rows of
 `scanbench.reports.frame.records_frame`. Legends sit outside the axes so they never cover data.
+A figure earns its place: one size is drawn as one bar per backend, named on its axis (a
+line needs two sizes; a column of dots keyed by a legend of every backend shows nothing a
+bar does not show better), and sizes are drawn as lines only when there are two or more.
 """
 
 from __future__ import annotations
@@ -139,6 +142,15 @@ def memory_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
     rows = rows.dropna(subset=["work_amount"])
     if rows.empty:
         return None
+    if rows["size"].nunique() == 1:  # one bar per backend: there is no size axis to draw
+        return _bars_one_size(
+            rows.sort_values("mem_peak"),
+            "mem_peak",
+            "peak memory growth per call (shorter holds less)",
+            lambda v: number(v) + "B",
+            f"Memory per call: {title} / {rows['size'].iloc[0]}",
+            "Shorter holds less",
+        )
     figure = _lines_vs_size(
         rows, "mem_peak", "peak memory growth per call (log scale)", lambda v: number(v) + "B"
     )
@@ -159,13 +171,14 @@ def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
     one panel per device side by side (shared time axis).
 
     ``rows``: the ok cells of one scenario and dtype (any sizes and devices, one run each).
-    None when there is nothing to plot.
+    None with fewer than two sizes: a single size is drawn per table, one bar per backend
+    (`time_bars`, or `speedup_bars` against the baseline).
     """
     rows = rows.dropna(subset=["median_s", "work_amount"])
-    if rows.empty:
+    sizes = rows.drop_duplicates("size").sort_values("work_amount")
+    if len(sizes) < 2:  # one size: each table draws its backends as bars (time_bars)
         return None
     devices = list(dict.fromkeys(rows["device"]))
-    sizes = rows.drop_duplicates("size").sort_values("work_amount")
     figure = _lines_vs_size(rows, "median_s", "median time per call (log scale)", format_seconds)
     largest = sizes.iloc[-1]["size"]
     best = rows[rows["size"] == largest].sort_values("median_s").iloc[0]
@@ -174,14 +187,72 @@ def time_vs_size(rows: pd.DataFrame, title: str) -> Plot | None:
         f"({format_seconds(best['median_s'])}"
         + (f", on {best['device']})." if len(devices) > 1 else ").")
     )
-    if len(sizes) > 1:
-        caption += (
-            " Slope 1 means time grows with the work; a flatter line at small sizes is a "
-            "fixed per-call cost (dispatch, launches) that the work does not amortize yet."
-        )
-    else:
-        caption += " Only one size was measured, so each backend is a single point."
+    caption += (
+        " Slope 1 means time grows with the work; a flatter line at small sizes is a "
+        "fixed per-call cost (dispatch, launches) that the work does not amortize yet."
+    )
     return Plot(f"Time vs size: {title}", caption, figure)
+
+
+def _bars_one_size(
+    rows: pd.DataFrame, column: str, xlabel: str, formatter, title: str, lead: str
+) -> Plot:
+    """One horizontal bar per backend, named on the axis and coloured by strategy, its value
+    at its end; one panel per device. ``rows``: the cells of one size. The axis is linear
+    from 0, so that a bar twice as long is twice the value (a log axis would draw lengths
+    from an arbitrary edge)."""
+    devices = list(dict.fromkeys(rows["device"]))
+    longest = max(len(dict.fromkeys(rows.loc[rows["device"] == d, "backend"])) for d in devices)
+    figure = Figure(figsize=(8.0, 0.9 + 0.32 * longest * len(devices)), layout="constrained")
+    panels = figure.subplots(len(devices), 1, sharex=True, squeeze=False)[:, 0]
+    for axes, device in zip(panels, devices, strict=True):
+        on_device = rows[rows["device"] == device]
+        labels = _labels(on_device)
+        positions = list(range(len(on_device)))
+        values = on_device[column].astype(float)
+        axes.barh(positions, values, color=[_color(s) for s in on_device["strategy"]])
+        axes.set_yticks(positions, labels)
+        axes.invert_yaxis()
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: formatter(value)))
+        for position, value in zip(positions, values, strict=True):
+            axes.annotate(
+                formatter(value),
+                (value, position),
+                xytext=(3, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize="small",
+            )
+        axes.set_xlim(0, rows[column].astype(float).max() * 1.15)  # room for the last value
+        axes.grid(True, axis="x", alpha=0.3)
+        if len(devices) > 1:
+            axes.set_title(device, fontsize="medium")
+    panels[-1].set_xlabel(xlabel)
+    _strategy_legend(panels[0], rows["strategy"])
+    low, high = rows.loc[rows[column].idxmin()], rows.loc[rows[column].idxmax()]
+    caption = (
+        f"{lead}. Least: {low['backend']} ({formatter(low[column])}); most: "
+        f"{high['backend']} ({formatter(high[column])}), {high[column] / low[column]:.3g}x as "
+        "much. Colours are strategies."
+    )
+    return Plot(title, caption, figure)
+
+
+def time_bars(ok: pd.DataFrame, title: str) -> Plot | None:
+    """The median time per call of each backend of one table (one size), as bars in the
+    table's order (log x); None when nothing was timed."""
+    ok = ok.dropna(subset=["median_s"])
+    ok = ok[ok["strategy"] != "roofline"]  # a limit, never ranked: its ratio is in the table
+    if ok.empty:
+        return None
+    return _bars_one_size(
+        ok,
+        "median_s",
+        "median time per call (shorter is faster)",
+        format_seconds,
+        f"Time per call: {title}",
+        "Shorter is faster",
+    )
 
 
 def speedup_bars(ok: pd.DataFrame, title: str) -> Plot | None:
@@ -231,7 +302,7 @@ def decomposition_bars(ok: pd.DataFrame, title: str) -> Plot | None:
     ok = ok.assign(unsplit_pct=ok["remainder_pct"].where(ok["device_pct"].isna(), 0.0))
     labels = _labels(ok)
     shown = [part for part in PARTS if ok[part[1]].fillna(0.0).gt(0.0).any()]
-    figure, axes = _bar_figure(max(len(ok), len(shown)))  # room for the legend too
+    figure, axes = _bar_figure(len(ok) + (len(shown) + 1) // 2 + 1)  # the legend below it
     positions = list(range(len(ok)))
     left = pd.Series(0.0, index=ok.index)
     for name, column, color in shown:
@@ -251,7 +322,9 @@ def decomposition_bars(ok: pd.DataFrame, title: str) -> Plot | None:
     axes.invert_yaxis()
     axes.set_xlim(0, 100)
     axes.set_xlabel("share of the median time per call [%] (median at the right)")
-    axes.legend(loc="upper left", bbox_to_anchor=(1.12, 1), title="time spent in")
+    figure.legend(  # below the bars, so that it never covers a median at their right
+        loc="outside lower center", ncols=2, title="time spent in", fontsize="small"
+    )
     overhead = sum(ok[column].fillna(0.0).clip(lower=0.0) for _, column, _ in OVERHEADS)
     worst = ok.loc[overhead.idxmax()]
     if overhead.max() >= 1.0:

@@ -203,7 +203,7 @@ def test_reports_show_memory_beside_time(allocates_records):
     assert "memory (x min)" in markdown and "Memory (per call):" in markdown
     assert f"{name} 16 MB" in markdown
     assert "jax-cumsum: XLA plans 17.1 MB of temporaries, 0.5x the minimum" in markdown
-    assert "Memory vs size" in render_html(build([run]))
+    assert "Memory per call" in render_html(build([run]))  # one size: one bar per backend
     plot = memory_vs_size(records_frame([run]), "allocates")
     assert "numpy-temporary" in plot.caption  # grows the most
 

@@ -1,0 +1,277 @@
+"""The manual cannot drift from the code.
+
+Generated blocks (results figures, ``--help`` texts, tables drawn from the code) must be
+what ``python docs/figures.py`` draws now; the tables still written by hand (the results
+format, the gate's settings and keys, the exit codes of the gate page) must name exactly
+what the code has; every module, path and page a page names must exist, and every page
+must be reachable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS))
+
+import blocks  # noqa: E402  (docs/, on the path above)
+import figures  # noqa: E402
+import tables  # noqa: E402
+
+import scanbench  # noqa: E402
+
+SMOKE = DOCS / "results" / "smoke.json"
+CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _prose(text: str) -> str:
+    """A page without its fenced code and HTML comments."""
+    text = blocks.FENCE.sub("", text)
+    return re.sub(r"<!--.*?-->", "", text, flags=re.S)
+
+
+def _section(page: Path, heading: str) -> str:
+    """The text under the first heading whose title is ``heading``, to the next heading
+    of the same or a higher level."""
+    text = blocks.FENCE.sub("", page.read_text(encoding="utf-8"))
+    match = re.search(rf"^(#+) +{re.escape(heading)} *$", text, re.M)
+    assert match, f"{page.name}: no heading {heading!r}"
+    level = len(match[1])
+    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(text, match.end())
+    return text[match.end() : end.start() if end else len(text)]
+
+
+def _rows(section: str) -> list[list[str]]:
+    """The cells of the first Markdown table of ``section`` (header and rule left out)."""
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return table
+
+
+def _names(cell: str) -> set[str]:
+    return set(CODE.findall(cell))
+
+
+def _first_column(page: Path, heading: str) -> set[str]:
+    return set().union(*(_names(row[0]) for row in _rows(_section(page, heading))))
+
+
+# ---------------------------------------------------------------- generated blocks
+
+
+@pytest.mark.slow
+def test_every_generated_block_is_what_the_code_and_the_committed_results_give():
+    """`python docs/figures.py --check`: tables, figures, SVG plots and help texts."""
+    stale = blocks.stale(figures.renderer(write=False))
+    where = {
+        str(page.relative_to(ROOT)): blocks.first_difference(page.read_text(), fresh)
+        for page, fresh in stale.items()
+    }
+    assert not where, f"run `python docs/figures.py` and commit the pages: {where}"
+
+
+def _page(tmp_path: Path, text: str) -> tuple[Path, str]:
+    page = tmp_path / "page.md"
+    page.write_text(text, encoding="utf-8")
+    return page, text
+
+
+def test_a_planted_stale_table_fails_naming_its_line(tmp_path):
+    """A count-keys table that lost a row (as the results page once lost `waits`)."""
+    fresh = tables.render("count-keys", DOCS / "results-format.md")
+    planted = "\n".join(line for line in fresh.splitlines() if "`waits`" not in line)
+    text = f"# A page\n\n<!-- table: count-keys -->\n\n{planted}\n\n<!-- end table -->\n"
+    page, text = _page(tmp_path, text)
+    redrawn = blocks.regenerate(page, text, figures.renderer(write=False))
+    assert redrawn != text and "`waits`" in redrawn
+    assert blocks.stale(figures.renderer(write=False), [page]) == {page: redrawn}
+    assert "`waits`" in blocks.first_difference(text, redrawn)
+
+
+def test_a_new_marker_is_filled_in_and_a_marker_in_code_is_text(tmp_path):
+    text = "# A page\n\n<!-- table: folders -->\n\nprose\n\n```text\n<!-- table: folders -->\n```\n"
+    page, text = _page(tmp_path, text)
+    redrawn = blocks.regenerate(page, text, figures.renderer(write=False))
+    assert redrawn.count("<!-- end table -->") == 1
+    assert "| `harness/` | `scanbench` |" in redrawn
+    assert redrawn.endswith("```text\n<!-- table: folders -->\n```\n")
+    assert blocks.regenerate(page, redrawn, figures.renderer(write=False)) == redrawn
+
+
+def test_a_marker_that_names_nothing_fails(tmp_path):
+    page, text = _page(tmp_path, "<!-- table: no-such-table -->\n")
+    with pytest.raises(ValueError, match="no table 'no-such-table'"):  # names the choices
+        blocks.regenerate(page, text, figures.renderer(write=False))
+
+
+# ---------------------------------------------------------------- exit codes
+
+
+def test_exit_codes_are_read_from_the_handlers():
+    codes = tables.exit_codes_by_command()
+    assert set(codes) == set(tables._subcommands())
+    assert all(2 in found for found in codes.values())
+    assert codes["run"] == {0, 1, 2, 130, 143}  # the runner saves what finished
+    assert 3 in next(found for name, found in codes.items() if name == "bisect")
+
+
+def test_the_gate_page_exit_table_names_the_codes_of_its_commands():
+    """The gate page's own table (`scanbench gate`, the environment A/B) says the codes the
+    handlers return, no more and no fewer."""
+    codes = tables.exit_codes_by_command()
+    text = blocks.FENCE.sub("", (DOCS / "gate.md").read_text(encoding="utf-8"))
+    for header in re.finditer(r"^\| exit \|(?P<columns>.*)\|$", text, re.M):
+        columns = [
+            re.sub(r"`scanbench (\S+)`", r"\1", column.strip())
+            for column in header["columns"].split("|")
+        ]
+        rows = _rows(text[header.start() :])
+        documented = {int(row[0]) for row in rows if row[0].isdigit()}
+        for column in columns:
+            assert documented == codes[column] - {130, 143}, (column, documented, codes[column])
+
+
+# ---------------------------------------------------------------- the results format
+
+
+def _committed() -> dict:
+    return json.loads(SMOKE.read_text(encoding="utf-8"))
+
+
+def test_the_records_table_names_every_field_of_a_record():
+    documented = _first_column(DOCS / "results-format.md", "`records`")
+    assert documented == {field.name for field in dataclasses.fields(scanbench.Record)}
+
+
+def test_the_record_stats_and_timing_settings_are_named_in_full():
+    page = DOCS / "results-format.md"
+    stats = next(row for row in _rows(_section(page, "`records`")) if row[0] == "`stats`")
+    stored = set(_committed()["records"][0]["stats"])
+    assert _names(stats[1]) == stored
+    timing = next(row for row in _rows(_section(page, "`invocation`")) if row[0] == "`timing`")
+    fields = {field.name for field in dataclasses.fields(scanbench.TimingConfig)}
+    assert _names(timing[1]) == fields
+
+
+def test_the_environment_and_invocation_tables_name_every_key_a_run_stores():
+    page = DOCS / "results-format.md"
+    run = _committed()
+    assert _first_column(page, "`environment`") == set(run["environment"])
+    documented = _first_column(page, "`invocation`")
+    only_grown = {"growth"}  # written by a run with --grow only
+    assert documented - only_grown == set(run["invocation"])
+
+
+def test_the_counts_table_names_every_section_a_record_may_hold():
+    counts = importlib.import_module(scanbench.Counts.__module__)
+    assert _first_column(DOCS / "results-format.md", "`counts`") == set(counts.SECTIONS)
+
+
+# ---------------------------------------------------------------- the gate file
+
+
+def test_the_settings_table_names_every_setting_with_its_default():
+    from scanbench.gate.rules import Settings
+
+    rows = _rows(_section(DOCS / "gate.md", "`[settings]`"))
+    documented = {next(iter(_names(row[0]))): row[1].strip("`") for row in rows}
+    fields = {field.name: field.default for field in dataclasses.fields(Settings)}
+    assert set(documented) == set(fields)
+    for key, default in fields.items():
+        shown = tomllib.loads(f"value = {documented[key]}")["value"]
+        expected = list(default) if isinstance(default, tuple) else default
+        assert shown == expected, f"[settings] {key}: the page says {shown!r}, the code {default!r}"
+
+
+@pytest.mark.parametrize("table", ["invariant", "baseline"])
+def test_the_rule_tables_name_every_key_the_gate_file_accepts(table, tmp_path):
+    from scanbench.gate.rules import load_gates
+
+    gate = tmp_path / "gates.toml"
+    gate.write_text(f'[[{table}]]\nno_such_key = 1\nscenario = "x"\n', encoding="utf-8")
+    with pytest.raises(scanbench.UnknownNameError) as refused:
+        load_gates(gate)
+    assert _first_column(DOCS / "gate.md", f"`[[{table}]]`") == set(refused.value.choices)
+
+
+# ---------------------------------------------------------------- names, paths, pages
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[cut:]:
+                value = getattr(value, attribute)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+PAGES = sorted([ROOT / "README.md", *DOCS.rglob("*.md")])
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_scanbench_name_a_page_gives_exists(page):
+    """`scanbench.x.y` in prose: a module, or a name of one (renames must follow)."""
+    names = set()
+    for span in CODE.findall(_prose(page.read_text(encoding="utf-8"))):
+        match = re.match(r"scanbench(?:\.[A-Za-z_]\w*)+", span)
+        if match:
+            names.add(match[0])
+    missing = sorted(name for name in names if not _resolves(name))
+    assert not missing, f"{page.relative_to(ROOT)} names what does not exist: {missing}"
+
+
+def _top_folders() -> set[str]:
+    return {path.relative_to(ROOT).parts[0] for path in tables._tracked() if path.parent != ROOT}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_repository_path_a_page_gives_exists(page):
+    tops = _top_folders() - {"results"}
+    missing = []
+    for span in CODE.findall(_prose(page.read_text(encoding="utf-8"))):
+        path = span.split(":")[0].split(" ")[0]
+        ours = "/" in path and path.split("/")[0] in tops
+        if ours and not re.search(r"[<>*…]|\.\.\.", path) and not (ROOT / path).exists():
+            missing.append(path)
+    assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
+
+
+def test_every_page_is_in_the_navigation_and_linked_from_the_overview_and_the_readme():
+    nav = tables._nav_pages()
+    listed = nav[: len(nav) - len(set(DOCS.rglob("*.md")) - set(nav))]
+    assert set(listed) == set(DOCS.rglob("*.md")), "add every page to mkdocs.yml's nav"
+    for front in (DOCS / "index.md", ROOT / "README.md"):
+        text = front.read_text(encoding="utf-8")
+        for page in listed:
+            if page == front:
+                continue
+            link = tables._relative(page, front)
+            assert f"]({link})" in text or f"]({link}#" in text, f"{front.name}: link {link}"
+
+
+def test_the_overview_names_every_command():
+    text = (DOCS / "index.md").read_text(encoding="utf-8")
+    missing = [name for name in tables._subcommands() if f"`{name}`" not in text]
+    assert not missing, f"docs/index.md does not name the commands {missing}"
