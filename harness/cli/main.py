@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ..api import HarnessError
 from ..execution.interrupts import Interrupted
 from ..import_path import use_import_root
-from . import ab, bisect, flags, gate, history, listing, profile, report, run
+from . import ab, bisect, flags, gate, gather, history, listing, profile, report, run
 from .options import Parser
 
 COMMANDS = {
@@ -30,6 +30,7 @@ COMMANDS = {
     "run": run,
     "profile": profile,
     "report": report,
+    "gather": gather,
     "gate": gate,
     "ab": ab,
     "flags": flags,
