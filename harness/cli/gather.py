@@ -7,9 +7,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..api import InputError
-from ..results import write_run
-
 HELP = "merge the shards of a run into one results file"
 
 
@@ -34,27 +31,11 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return parser
 
 
-def gather_files(paths: list[str], out: Path, force: bool) -> list[str]:
-    """Read, check and merge the shards into ``out``; the lines saying what came from
-    where (`scanbench.execution.gathering.describe`)."""
-    from ..execution.gathering import describe, gather, read_shard, shard_files
-
-    files = shard_files(paths)
-    resolved = {path.resolve() for path in files}
-    if out.resolve() in resolved:
-        raise InputError(f"--out {str(out)!r} is one of the shards; give another path")
-    if out.exists() and not force:
-        raise InputError(f"--out {str(out)!r} exists; give another path or --force")
-    shards = [read_shard(path) for path in files]
-    merged = gather(shards)
-    write_run(out, merged)
-    return describe(shards)
-
-
 def run(args: argparse.Namespace) -> int:
+    from ..execution.gathering import gather_into
     from .run import finish  # the reports: written as `scanbench run` writes them
 
     out = Path(args.out)
-    for line in gather_files(args.shards, out, args.force):
+    for line in gather_into(args.shards, out, args.force):
         print(line, file=sys.stderr)
     return finish(None, out, args)

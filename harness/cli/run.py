@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_shards.check(args)
     if args.resume and run_shards.submitted(Path(args.resume)):
-        return run_shards.pick_up(args, Path(args.resume))
+        return run_shards.pick_up(args, Path(args.resume), finish)
     if args.resume:
         return finish(_resume(Path(args.resume), args.force), Path(args.resume), args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         return _grow(args, sizes, options, out)
     plan, invocation = runner.plan(scenarios(args), args.backend, sizes, **options)
     if args.executor:
-        return run_shards.submit(args, plan, invocation, out)
+        return run_shards.submit(args, plan, invocation, out, finish)
     if args.shard:
         plan, invocation = run_shards.shard(args, plan, invocation)
     measured = runner.run(plan, invocation, out, [args.md, args.html], args.force)

@@ -10,11 +10,15 @@ import datetime
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..api import InputError
 from .options import number, positive
+
+# `scanbench.cli.run.finish`: the reports of the gathered run, written as `run` writes them
+Finish = Callable[[Any, Path, argparse.Namespace], int]
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +141,7 @@ def _say(line: str) -> None:
     print(f"[{stamp}] {line}", file=sys.stderr, flush=True)
 
 
-def submit(args: argparse.Namespace, plan, invocation: dict, out: Path) -> int:
+def submit(args: argparse.Namespace, plan, invocation: dict, out: Path, finish: Finish) -> int:
     """``--executor``: split, submit one job per shard, wait, gather into ``out``."""
     from ..execution import executors, shards
     from ..execution.runner import check_outputs
@@ -188,7 +192,7 @@ def submit(args: argparse.Namespace, plan, invocation: dict, out: Path) -> int:
         f"{chosen.unit}; expected s per shard: {expected}, from {chosen.costs_from}); "
         f"{args.executor} jobs, time limit {minutes} min, folder {folder}"
     )
-    return _finish(jobs, executors.drive(jobs, _say), args)
+    return _finish(jobs, executors.drive(jobs, _say), args, finish)
 
 
 def shard_name(index: int, count: int) -> str:
@@ -205,18 +209,17 @@ def submitted(out: Path) -> bool:
     return jobs_path(out).exists()
 
 
-def pick_up(args: argparse.Namespace, out: Path) -> int:
+def pick_up(args: argparse.Namespace, out: Path, finish: Finish) -> int:
     """``--resume OUT`` of a submitted run: its jobs picked up by their ids."""
     from ..execution import executors
 
     jobs = executors.read_jobs(out)
     _say(f"picking up run {jobs.run_id}: {len(jobs.shards)} {jobs.executor} shards")
-    return _finish(jobs, executors.drive(jobs, _say, pick_up=True), args)
+    return _finish(jobs, executors.drive(jobs, _say, pick_up=True), args, finish)
 
 
-def _finish(jobs, outcome, args: argparse.Namespace) -> int:
-    from .gather import gather_files
-    from .run import finish
+def _finish(jobs, outcome, args: argparse.Namespace, finish: Finish) -> int:
+    from ..execution.gathering import gather_into
 
     if outcome.failed:
         for index, job_id, tail in outcome.failed:
@@ -231,7 +234,7 @@ def _finish(jobs, outcome, args: argparse.Namespace) -> int:
         )
         return 1
     out = Path(jobs.out)
-    for line in gather_files([shard.out for shard in jobs.shards], out, force=True):
+    for line in gather_into([shard.out for shard in jobs.shards], out, force=True):
         _say(line)
     md, html = jobs.reports
     return finish(None, out, argparse.Namespace(md=md, html=html, quiet=args.quiet))

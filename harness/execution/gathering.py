@@ -22,7 +22,7 @@ from typing import Any
 
 from ..api import InputError, Record, StoreError
 from ..gathered import GATHERED, SHARD, SHARDS, kind_label
-from ..results import Run, load_run
+from ..results import Run, load_run, write_run
 from .journal import journal_path
 from .shards import ShardFacts, balance, cells_hash, facts_of, record_cost
 
@@ -253,3 +253,20 @@ def describe(shards: Sequence[Shard]) -> list[str]:
         f"measured ({e_longest:.1f} / {e_mean:.1f} = {e_ratio:.2f} expected)"
     )
     return lines
+
+
+def gather_into(paths: Sequence[str | os.PathLike[str]], out: Path, force: bool) -> list[str]:
+    """Read, check and merge the shards named (files or folders) into ``out``; the lines
+    saying what came from where (`describe`).
+
+    Raises:
+        InputError: ``out`` is a shard or exists (without ``force``); what `gather` refuses.
+    """
+    files = shard_files(paths)
+    if out.resolve() in {path.resolve() for path in files}:
+        raise InputError(f"--out {str(out)!r} is one of the shards; give another path")
+    if out.exists() and not force:
+        raise InputError(f"--out {str(out)!r} exists; give another path or --force")
+    shards = [read_shard(path) for path in files]
+    write_run(out, gather(shards))
+    return describe(shards)
