@@ -463,13 +463,20 @@ def drive(
     try:
         with signals_raise():
             running = []
-            for shard in jobs.shards:
-                if shard.job_id and pick_up and not complete(shard):
-                    job = _attach(jobs, shard.job_id)
-                    if not _done(jobs, job, True):
-                        handles[shard.index] = (job, True)
-                        running.append(shard.index)
-                        say(f"shard {shard.index}: picked up job {shard.job_id}")
+            for shard in jobs.shards if pick_up else ():
+                if not shard.job_id:
+                    continue
+                said = f"shard {shard.index}/{len(jobs.shards)}: job {shard.job_id} picked up"
+                if complete(shard):
+                    say(f"{said}: its shard is complete")
+                    continue
+                job = _attach(jobs, shard.job_id)
+                if _done(jobs, job, True):
+                    say(f"{said}: it ended before its shard was complete; resubmitting it")
+                    continue
+                handles[shard.index] = (job, True)
+                running.append(shard.index)
+                say(f"{said}: {_state(jobs, job, True)}")
             wait_for(running)
             failed.clear()  # a picked-up job that ended early: resubmitted below
             todo = [s for s in jobs.shards if not complete(s)]
