@@ -207,6 +207,20 @@ RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
             ),
             "an object of finite numbers >= 0 or null",
         ),
+        # a run gathered from shards: each shard's environment (scanbench.gathered)
+        "shards": (
+            lambda v: (
+                isinstance(v, list)
+                and all(
+                    isinstance(x, dict)
+                    and _count_or_none(x.get("index"))
+                    and x.get("index") is not None
+                    and isinstance(x.get("environment"), dict)
+                    for x in v
+                )
+            ),
+            "a list of objects with an index and an environment",
+        ),
     },
     "invocation": {
         "throughput_units": (_mapping_of(lambda v: isinstance(v, str)), "an object of strings"),

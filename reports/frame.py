@@ -66,6 +66,7 @@ from scanbench.bounds import bound_for
 from scanbench.counts import Counts
 from scanbench.decomposition import PARTS
 from scanbench.diagnosis import FASTER_BY, Facts, diagnose, facts_of, summary
+from scanbench.gathered import environment_of, kind_label, kinds, shard_of
 from scanbench.results import Run
 from scanbench.statistics import ratio_interval
 
@@ -73,8 +74,9 @@ GROUP = ["scenario", "size", "dtype", "device"]
 NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.notebook)
 MIN_SAMPLES = 5  # fewer samples than this: no interval, flagged wherever a time is shown
 TIE_CONFIDENCE = 0.95
-# ratios only ever compare backends measured in one run, with the caches in the same state
-SAME_RUN = ["run", *GROUP, "cache"]
+# ratios only ever compare backends measured in one run, with the caches in the same state,
+# and, in a run gathered from shards, by one machine (the shard; -1 in any other run)
+SAME_RUN = ["run", *GROUP, "cache", "shard"]
 
 
 def _device_kind(device: dict, environment: dict) -> str:
@@ -179,13 +181,16 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per record of every run (ratios computed within each run)."""
     rows = []
     for run_index, run in enumerate(runs):
-        env = dict(run.environment)
         facts = run.scenarios  # stored with the run: no scenario is loaded here
         units = {name: fact.throughput_unit for name, fact in facts.items()}
         baselines = {name: fact.baseline for name, fact in facts.items()}
-        bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
-        levels = env.get("memory_levels") or []
+        several_kinds = len(kinds(run)) > 1  # gathered from machines of different kinds
         for order, record in enumerate(run.records):
+            env = dict(environment_of(run, record))  # its own machine's (scanbench.gathered)
+            bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
+            levels = env.get("memory_levels") or []
+            device = _device_label(dict(record.device), env, record.devices)
+            device += f" on {kind_label(env)}" if several_kinds else ""  # never compared
             stats = dict(record.stats)
             work = dict(record.work)
             sampling = dict(record.sampling)
@@ -200,7 +205,8 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "scenario": record.scenario,
                     "size": record.size,
                     "dtype": record.dtype,
-                    "device": _device_label(dict(record.device), env, record.devices),
+                    "device": device,
+                    "shard": -1 if shard_of(record) is None else shard_of(record),
                     "device_kind": _device_kind(dict(record.device), env),
                     "devices": dict(record.device).get("cell_devices", 1),
                     "processes": dict(record.device).get("processes", 1),

@@ -33,6 +33,7 @@ from .tables import (
     problems,
     run_time_table,
     scaled_notes,
+    shard_notes,
     tables,
     timing_table,
     warmup_notes,
@@ -99,7 +100,13 @@ def _table(title: str, group: pd.DataFrame) -> Table:
         rows=group,
         ok=ok,
         timing=timing_table(ok) if not ok.empty else None,
-        notes=tuple(disturbed_notes(ok) + scaled_notes(ok) + warmup_notes(ok) + flag_notes(ok)),
+        notes=tuple(
+            disturbed_notes(ok)
+            + scaled_notes(ok)
+            + warmup_notes(ok)
+            + flag_notes(ok)
+            + shard_notes(ok)
+        ),
         counts=counts_table(ok) if counted else None,
         linear_notes=tuple(linear_notes(ok)) if counted else (),
         memory=memory_table(ok) if measured_memory else None,

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
+from scanbench.gathered import GATHERED, shard_environments
 from scanbench.results import Run
 from scanbench.units import format_duration, format_seconds, number
 
@@ -129,6 +130,21 @@ def scaled_notes(ok: pd.DataFrame) -> list[str]:
         "(one whole call would exceed the time budget); its counts are of the whole call"
         for row in ok.itertuples()
         if row.scale != 1.0
+    ]
+
+
+def shard_notes(ok: pd.DataFrame) -> list[str]:
+    """One line when a table's cells were measured by several shards of a gathered run
+    (``--shard-by cell``): its ratios then compare only cells of one shard."""
+    if "shard" not in ok or ok["shard"].nunique() < 2:
+        return []
+    parts = [
+        f"shard {shard}: " + ", ".join(rows["backend"])
+        for shard, rows in ok.groupby("shard", sort=True)
+    ]
+    return [
+        "measured by several machines (a run gathered from shards split by cell): "
+        "*speedup* and *x fastest* compare only cells of one shard; " + "; ".join(parts)
     ]
 
 
@@ -330,22 +346,28 @@ def problems(group: pd.DataFrame) -> list[tuple[str, str, str]]:
 
 
 def environment_lines(runs: Sequence[Run]) -> list[str]:
-    """One line per run: machine, device, versions, bandwidth, flags, commit, time."""
+    """One line per run: machine, device, versions, bandwidth, flags, commit, time (a run
+    gathered from shards: one per shard)."""
     lines = []
     for index, run in enumerate(runs):
-        env = run.environment
-        versions = env.get("versions", {})
-        bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
-        lines.append(
-            f"run {index}: {env.get('hostname', '?')}, {env.get('cpu_model', '?')} "
-            f"({env.get('cpu_count', '?')} cores), {env.get('platform', '?')} "
-            f"{env.get('device_kind', '?')} x{env.get('device_count', '?')}, "
-            f"jax {versions.get('jax')}, jaxlib {versions.get('jaxlib')}, "
-            f"numba {versions.get('numba')}, numpy {versions.get('numpy')}, "
-            f"memory bandwidth {number(bandwidth / 1e9 if bandwidth else None)} GB/s, "
-            f"XLA_FLAGS={env.get('xla_flags') or '(none)'}, commit {env.get('git_commit')}, "
-            f"{env.get('timestamp', '?')}"
-        )
+        gathered = run.invocation.get(GATHERED) or {}
+        if gathered:  # a line per shard's machine (scanbench.gathered)
+            lines.append(
+                f"run {index}: gathered from {gathered.get('count')} shards of run "
+                f"{gathered.get('run_id')} (split by {gathered.get('unit')})"
+            )
+        else:
+            lines.append(_environment_line(f"run {index}", run.environment))
+        environments = shard_environments(run)
+        for shard in gathered.get("shards") or []:
+            env = environments.get(shard.get("index"), {})
+            lines.append(
+                _environment_line(
+                    f"run {index}, shard {shard.get('index')}/{gathered.get('count')} "
+                    f"({shard.get('cells')} cells, {shard.get('file')})",
+                    env,
+                )
+            )
         for name, facts in run.scenarios.items():
             if facts.imports:
                 where = ", ".join(f"{module} -> {path}" for module, path in facts.imports.items())
@@ -359,6 +381,22 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
                 "every other worker stopped (`scanbench run --no-overlap`: one at a time)"
             )
     return lines
+
+
+def _environment_line(name: str, env) -> str:
+    """Machine, device, versions, bandwidth, flags, commit, time of one environment."""
+    versions = env.get("versions", {})
+    bandwidth = (env.get("memory_bandwidth") or {}).get("bytes_per_s")
+    return (
+        f"{name}: {env.get('hostname', '?')}, {env.get('cpu_model', '?')} "
+        f"({env.get('cpu_count', '?')} cores), {env.get('platform', '?')} "
+        f"{env.get('device_kind', '?')} x{env.get('device_count', '?')}, "
+        f"jax {versions.get('jax')}, jaxlib {versions.get('jaxlib')}, "
+        f"numba {versions.get('numba')}, numpy {versions.get('numpy')}, "
+        f"memory bandwidth {number(bandwidth / 1e9 if bandwidth else None)} GB/s, "
+        f"XLA_FLAGS={env.get('xla_flags') or '(none)'}, commit {env.get('git_commit')}, "
+        f"{env.get('timestamp', '?')}"
+    )
 
 
 COLUMN_HELP = (

@@ -32,7 +32,7 @@ from ..api import HarnessError
 from ..credentials import redact
 from ..execution.interrupts import Interrupted
 from ..import_path import use_import_root
-from . import ab, bisect, flags, gate, history, listing, profile, report, run
+from . import ab, bisect, flags, gate, gather, history, listing, profile, report, run
 from .options import Parser
 
 USAGE_ERROR = 2
@@ -43,6 +43,7 @@ COMMANDS = {
     "run": run,
     "profile": profile,
     "report": report,
+    "gather": gather,
     "gate": gate,
     "ab": ab,
     "flags": flags,

@@ -14,6 +14,7 @@ from ..execution.remeasure import REMEASURE
 from ..results import Run, load_run
 from ..sharding.distributed import distributed_settings
 from ..timing import TimingConfig
+from . import run_shards
 from .options import cell_options, comma_list, number, params, positive, scenarios
 
 HELP = "run cells and store a results JSON file"
@@ -80,6 +81,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "units; costs compiles at two more sizes per cell",
     )
     _growth_options(parser)
+    run_shards.add_options(parser)
     return parser
 
 
@@ -167,6 +169,9 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..execution import runner  # SciPy and the process machinery: not for --help
 
+    run_shards.check(args)
+    if args.resume and run_shards.submitted(Path(args.resume)):
+        return run_shards.pick_up(args, Path(args.resume), finish)
     if args.resume:
         return finish(_resume(Path(args.resume), args.force), Path(args.resume), args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -202,6 +207,10 @@ def run(args: argparse.Namespace) -> int:
     if args.grow or args.grow_budget is not None:
         return _grow(args, sizes, options, out)
     plan, invocation = runner.plan(scenarios(args), args.backend, sizes, **options)
+    if args.executor:
+        return run_shards.submit(args, plan, invocation, out, finish)
+    if args.shard:
+        plan, invocation = run_shards.shard(args, plan, invocation)
     measured = runner.run(plan, invocation, out, [args.md, args.html], args.force)
     return finish(measured, out, args)
 

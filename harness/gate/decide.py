@@ -19,6 +19,7 @@ import numpy as np
 
 from ..api import WARM, Record
 from ..counts import GATED, KEYS
+from ..gathered import shard_of
 from ..statistics import median_interval, ratio_interval
 from .explain import Difference
 from .rules import CountRule, Invariant
@@ -240,6 +241,16 @@ def check_invariants(
         if missing:
             reason = "; ".join(missing)
             verdicts.append(Verdict(Kind.INVARIANT, invariant.label, Outcome.FAIL, reason=reason))
+            continue
+        shards = [shard_of(record) for record in pair]
+        if shards[0] != shards[1]:  # a run gathered from shards split by cell
+            reason = (
+                f"not decided: {invariant.slower} and {invariant.faster} were measured by "
+                f"different shards ({shards[0]} and {shards[1]}): not a same-run "
+                "comparison; split by table (`--shard-by table`) to keep them together"
+            )
+            verdict = Verdict(Kind.INVARIANT, invariant.label, Outcome.INCONCLUSIVE, reason=reason)
+            verdicts.append(verdict)
             continue
         disturbed = [
             f"{record.backend}: {'; '.join(record.interference.get('reasons', ()))}"

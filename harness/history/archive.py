@@ -31,6 +31,7 @@ from typing import Any
 
 from ..api import Record, StoreError
 from ..credentials import public_url
+from ..gathered import by_kind
 from ..results import Run, load_run
 from ..safe_files import not_regular, write_json_new
 from .entry import SHA, CellPoint, Commit, Entry, Machine, Setup
@@ -209,8 +210,10 @@ def read_entry(path: str | os.PathLike[str]) -> Entry:
     return Entry.from_json(data)
 
 
-def _entry_of_file(path: str, machine: str | None, branch: str | None) -> Entry:
-    """`entry_of` a results file, checked to read back as it is written.
+def _entries_of_file(path: str, machine: str | None, branch: str | None) -> list[Entry]:
+    """`entry_of` a results file, checked to read back as it is written: one entry per
+    machine kind of a run gathered from shards (`scanbench.gathered.by_kind`: machines
+    of different kinds are kept apart, never averaged), else one.
 
     Raises:
         StoreError: the file is not a regular file (a FIFO would block the read), not a
@@ -222,14 +225,15 @@ def _entry_of_file(path: str, machine: str | None, branch: str | None) -> Entry:
         why = None  # `load_run` says why it cannot be read
     if why:
         raise StoreError(why)
-    entry = entry_of(load_run(path), Path(path).name, machine, branch)
-    try:
-        Entry.from_json(json.loads(json.dumps(entry.to_json(), allow_nan=False)))
-    except ValueError:  # json refuses NaN and infinity
-        raise StoreError("a stored number is not finite") from None
-    except StoreError as error:
-        raise StoreError(f"its entry would not read back: {error}") from None
-    return entry
+    entries = [entry_of(run, Path(path).name, machine, branch) for run in by_kind(load_run(path))]
+    for entry in entries:
+        try:
+            Entry.from_json(json.loads(json.dumps(entry.to_json(), allow_nan=False)))
+        except ValueError:  # json refuses NaN and infinity
+            raise StoreError("a stored number is not finite") from None
+        except StoreError as error:
+            raise StoreError(f"its entry would not read back: {error}") from None
+    return entries
 
 
 def add(
@@ -255,31 +259,33 @@ def add(
     done = []
     for path in map(str, paths):
         try:
-            entry = _entry_of_file(path, machine, branch)
+            entries = _entries_of_file(path, machine, branch)
         except StoreError as error:
             reason = str(error).removeprefix(f"{path}: ")
             done.append(Added(path, Outcome.SKIPPED, reason))
             continue
-        target = root / entry.filename
-        try:
-            written = write_json_new(target, entry.to_json())
-        except OSError as error:
-            done.append(Added(path, Outcome.SKIPPED, f"cannot write {target} ({error})"))
-            continue
-        if written:
-            done.append(Added(path, Outcome.ADDED, str(target), entry))
-            continue
-        try:
-            stored = read_entry(target)
-            why = "" if stored.run_id == entry.run_id else f"it holds run {stored.run_id[:16]}"
-        except StoreError as error:
-            why = str(error)
-        if why:
-            reason = f"{target} exists and is not this run's entry ({why}); left as it is"
-            done.append(Added(path, Outcome.SKIPPED, reason))
-        else:
-            done.append(Added(path, Outcome.PRESENT, str(target), stored))
+        done += [_add_entry(root, path, entry) for entry in entries]
     return done
+
+
+def _add_entry(root: Path, path: str, entry: Entry) -> Added:
+    """Store one entry of the results file ``path`` (see `add`)."""
+    target = root / entry.filename
+    try:
+        written = write_json_new(target, entry.to_json())
+    except OSError as error:
+        return Added(path, Outcome.SKIPPED, f"cannot write {target} ({error})")
+    if written:
+        return Added(path, Outcome.ADDED, str(target), entry)
+    try:
+        stored = read_entry(target)
+        why = "" if stored.run_id == entry.run_id else f"it holds run {stored.run_id[:16]}"
+    except StoreError as error:
+        why = str(error)
+    if why:
+        reason = f"{target} exists and is not this run's entry ({why}); left as it is"
+        return Added(path, Outcome.SKIPPED, reason)
+    return Added(path, Outcome.PRESENT, str(target), stored)
 
 
 @dataclasses.dataclass(frozen=True)
