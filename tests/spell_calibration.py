@@ -24,9 +24,9 @@ from pathlib import Path
 
 from scanbench.execution import runner
 from scanbench.execution.interference import Interference
+from scanbench.results import Run, load_run
 from scanbench.sources import file_source
 from scanbench.spells import find_spell
-from scanbench.store import Run, load_run
 from tests.scenario_files import spells as scenario
 
 SOURCE = file_source(str(Path(__file__).parent / "scenario_files" / "spells.py"))

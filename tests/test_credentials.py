@@ -152,7 +152,8 @@ def test_the_environment_stores_the_remote_without_its_token(tmp_path):
 
 
 def test_every_written_text_and_every_read_results_file_is_redacted(tmp_path):
-    from scanbench.store import Run, load_run, write_run, write_text_atomic
+    from scanbench.results import Run, load_run, write_run
+    from scanbench.safe_files import write_text_atomic
 
     leaky = f"https://x-access-token:{GH_SERVER}@github.com/o/r.git"
     git = {"commit": "a" * 40, "remote": leaky}
@@ -193,7 +194,7 @@ def test_the_job_summary_is_redacted(tmp_path):
 
 
 def test_a_history_entry_stores_the_remote_without_its_token(tmp_path):
-    from scanbench.history.store import commit_of
+    from scanbench.history.archive import commit_of
 
     sha = "a" * 40
     commit, _ = commit_of(

@@ -15,8 +15,8 @@ from scanbench.gate.render import describe
 from scanbench.gate.rules import Invariant
 from scanbench.reports import markdown
 from scanbench.reports.model import build
+from scanbench.results import load_run
 from scanbench.sources import file_source
-from scanbench.store import load_run
 from tests.scenario_files import spells as planted
 
 SPELLS = str(Path(__file__).parent / "scenario_files" / "spells.py")

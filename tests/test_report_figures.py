@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scanbench.reports import html, plots
 from scanbench.reports.model import build
-from scanbench.store import Run, load_run
+from scanbench.results import Run, load_run
 
 TDMA = Path(__file__).parent / "data" / "tdma.json"
 

@@ -269,7 +269,7 @@ def test_a_revision_spelled_like_an_option_is_read_as_a_revision(repository, tmp
     """``--output=FILE`` before --end-of-options would make git log write FILE."""
     from scanbench.api import InputError
     from scanbench.gate.interleave import worktree
-    from scanbench.history.bisect import resolve
+    from scanbench.history.bisection import resolve
 
     planted = tmp_path / "written-by-git"
     with pytest.raises(InputError, match="not a commit"):
