@@ -1,17 +1,19 @@
 """A scenario whose ``planted`` backend slows itself down for a window of calls: a real
 slow spell, timed by the real timing loop, for the slow-spell test (`scanbench.spells`).
 
-Each call keeps its thread busy for `CALL_S` of its own CPU time (the work is the same
+Each call keeps its thread busy for its size's ``call_s`` of its own CPU time (the work is the same
 whatever else runs; only the wall time a busy machine adds varies). ``planted`` spins the
 size's ``factor`` times as long for `SHARE` of the samples: the calls whose sample index
 (the checked first call and the warm-up call come before the samples:
 `CALLS_BEFORE_SAMPLES`) lies in `window(samples, seed)`, a window placed at random by the
 cell's seed. ``steady`` is the same call without the spell.
 
-``smoke`` and ``default`` plant the calibration's spell (`FACTOR`, over 40 and 400
-samples); ``obvious`` one that a busy machine's noise cannot hide (a 2 ms call preempted
-for a time slice takes about 6 ms). A size's ``samples`` is the number of samples the
-cell must take for the window to be where it says: `timing` gives those settings.
+``smoke``, ``default`` and ``long`` plant the calibration's spell (`FACTOR`, over 40 and
+400 samples of a 2 ms call, and over 40 of a 20 ms call, which spans several time slices
+of a busy machine's scheduler); ``obvious`` one that a busy machine's noise cannot hide
+(a 2 ms call preempted for a time slice takes about 6 ms). A size's ``samples`` is the
+number of samples the cell must take for the window to be where it says: `timing` gives
+those settings.
 
 Written against the public API only, as a user's scenario file would be.
 """
@@ -26,6 +28,7 @@ import numpy as np
 from scanbench import Backend, MismatchError, Scenario, Size, Strategy, TimingConfig
 
 CALL_S = 2e-3
+LONG_CALL_S = 20e-3
 FACTOR = 1.5  # the calibration's spell (docs/methodology.md)
 OBVIOUS = 5.0
 SHARE = 0.25
@@ -63,7 +66,13 @@ def _prepare(planted: bool):
     def prepare(inputs, size):
         first, last = window(size["samples"], int(inputs["seed"])) if planted else (-1, -1)
         calls = itertools.count(-CALLS_BEFORE_SAMPLES)  # the first sample is call 0
-        return {"x": inputs["x"], "calls": calls, "window": (first, last), "factor": size["factor"]}
+        return {
+            "x": inputs["x"],
+            "calls": calls,
+            "window": (first, last),
+            "factor": size["factor"],
+            "call_s": size["call_s"],
+        }
 
     return prepare
 
@@ -71,7 +80,7 @@ def _prepare(planted: bool):
 def run(prepared):
     sample = next(prepared["calls"])
     first, last = prepared["window"]
-    spin(CALL_S * (prepared["factor"] if first <= sample <= last else 1.0))
+    spin(prepared["call_s"] * (prepared["factor"] if first <= sample <= last else 1.0))
     return 2.0 * prepared["x"]
 
 
@@ -86,9 +95,11 @@ SCENARIO = Scenario(
     name="spells",
     description="a call of known CPU time, and the same call slowed down for a window of calls",
     sizes={
-        "smoke": Size("smoke", {"samples": 40, "factor": FACTOR}),
-        "default": Size("default", {"samples": 400, "factor": FACTOR}),  # blocks of 4 samples
-        "obvious": Size("obvious", {"samples": 40, "factor": OBVIOUS}),
+        "smoke": Size("smoke", {"samples": 40, "factor": FACTOR, "call_s": CALL_S}),
+        # scanned in blocks of 4 samples
+        "default": Size("default", {"samples": 400, "factor": FACTOR, "call_s": CALL_S}),
+        "long": Size("long", {"samples": 40, "factor": FACTOR, "call_s": LONG_CALL_S}),
+        "obvious": Size("obvious", {"samples": 40, "factor": OBVIOUS, "call_s": CALL_S}),
     },
     make_inputs=lambda size, seed, dtype: {"x": np.arange(4, dtype=dtype), "seed": np.int64(seed)},
     reference=lambda inputs: 2.0 * inputs["x"],
