@@ -38,9 +38,9 @@ def _problem(info: os.stat_result, directory: bool, private: bool) -> str | None
         return f"is owned by uid {info.st_uid}, not by this user (uid {os.getuid()})"
     mode = stat.S_IMODE(info.st_mode)
     if private and mode & PRIVATE:
-        return f"has mode {mode:04o}; it must be private to this user (0700)"
+        return f"has mode {mode:04o} (it must be private to this user: 0700)"
     if mode & SHARED_WRITE:
-        return f"has mode {mode:04o}: group or others can write it"
+        return f"has mode {mode:04o} (group or others can write it)"
     return None
 
 
@@ -66,7 +66,7 @@ def check_owned(
     if problem is not None:
         fix = "chmod go-rwx" if private else "chmod go-w"
         raise InputError(
-            f"{what} {str(target)!r} {problem}: scanbench loads code from it only when it "
-            f"is this user's and no one else can write it (`{fix}` it, or name another)"
+            f"{what} {str(target)!r} {problem}; scanbench loads code from it only when it "
+            f"is this user's and no one else can write it: `{fix}` it, or name another"
         )
     return target

@@ -197,7 +197,7 @@ def test_a_folder_others_can_write_is_refused(tmp_path):
     folder.chmod(0o755)
     assert check_owned(folder, "$X") == folder
     folder.chmod(0o775)
-    with pytest.raises(InputError, match=r"\$X .* has mode 0775: group or others can write"):
+    with pytest.raises(InputError, match=r"\$X .* has mode 0775 \(group or others can write it\)"):
         check_owned(folder, "$X")
     link = tmp_path / "link"
     link.symlink_to(folder)
@@ -231,7 +231,7 @@ def test_a_reference_cache_others_can_write_is_refused(tmp_path, monkeypatch):
     shared.mkdir()
     shared.chmod(0o777)
     monkeypatch.setenv(CACHE_ENV, str(shared))
-    with pytest.raises(InputError, match=r"\$SCANBENCH_REFERENCE_CACHE .* group or others"):
+    with pytest.raises(InputError, match=r"CACHE .* \(group or others can write it\)"):
         compile_reference(lowered)
     assert not list(shared.iterdir())  # nothing written, nothing loaded
 
@@ -247,7 +247,7 @@ def test_a_venv_cache_others_can_write_is_refused(tmp_path, monkeypatch):
     shared.mkdir()
     shared.chmod(0o777)
     monkeypatch.setenv("SCANBENCH_CACHE", str(shared))
-    with pytest.raises(InputError, match=r"\$SCANBENCH_CACHE.* group or others can write"):
+    with pytest.raises(InputError, match=r"\$SCANBENCH_CACHE.* \(group or others can write it\)"):
         requirement_venv(["jax"], tmp_path)
 
 
@@ -312,12 +312,14 @@ def test_a_journal_is_claimed_by_one_run_only(tmp_path):
 def test_a_new_run_is_refused_an_output_another_run_writes(tmp_path):
     from scanbench.api import InputError
     from scanbench.execution.journal import Journal, journal_path
-    from scanbench.execution.runner import check_outputs
+    from scanbench.execution.runner import check_outputs, load_interrupted
 
     out = tmp_path / "out.json"
     journal = Journal.create(journal_path(out), {}, {})
     with pytest.raises(InputError, match="another scanbench run is writing to it now"):
         check_outputs(out, (), force=True)  # even with --force
+    with pytest.raises(InputError, match="another scanbench run is writing to it now"):
+        load_interrupted(out)  # --resume, before it collects anything
     journal.close()  # now an interrupted run's journal
     with pytest.raises(InputError, match="holds an interrupted run"):
         check_outputs(out, (), force=False)

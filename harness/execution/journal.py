@@ -75,6 +75,13 @@ def in_use(path: Path) -> bool:
     return False
 
 
+def refuse_if_in_use(path: Path) -> None:
+    """Raise `InputError` (one line, exit 2) when a run holds the journal at ``path`` now:
+    checked before anything else is done for a second run of the same output."""
+    if in_use(path):
+        raise _in_use(path)
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -27,7 +27,7 @@ from ..sources import file_source, imported_from, load
 from ..timing import TimingConfig
 from .cells import Cell, select
 from .interrupts import Interrupted, signals_raise
-from .journal import Journal, in_use, journal_path, read_journal
+from .journal import Journal, journal_path, read_journal, refuse_if_in_use
 from .launcher import Measure, collect_environment, emit, measuring, run_cells
 from .overlap import Machine, cells_at_once
 from .reference_cache import run_cache
@@ -117,11 +117,7 @@ def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:
     if out.is_dir():
         raise InputError(f"--out {str(out)!r} is a directory; give a file path")
     journal = journal_path(out)
-    if in_use(journal):
-        raise InputError(
-            f"--out {str(out)!r}: another scanbench run is writing to it now (its journal "
-            f"{journal.name} is locked); wait for that run to finish, or give another --out"
-        )
+    refuse_if_in_use(journal)  # even with --force
     if out.exists() and not force:
         raise InputError(
             f"--out {str(out)!r} exists; give another path, --force to overwrite it, or "
@@ -222,8 +218,9 @@ def execute(
 
 def load_interrupted(path: Path) -> tuple[dict, dict, list[Record]]:
     """(environment, invocation, records) of an interrupted run: from its journal when
-    there is one, else from the results file."""
+    there is one, else from the results file. Refused while another run writes it."""
     journal_file = journal_path(path)
+    refuse_if_in_use(journal_file)
     if journal_file.exists():
         return read_journal(journal_file)
     run = load_run(path)
