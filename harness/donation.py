@@ -45,6 +45,14 @@ def _copy(value: Any) -> Any:
     return jax.tree.map(lambda leaf: leaf.copy() if hasattr(leaf, "copy") else leaf, value)
 
 
+def _ready(value: Any) -> Any:
+    """``value`` once every copy in it is made: a copy is queued like any JAX call, and
+    the next call, which reads it, would otherwise wait for it inside its timed region."""
+    import jax
+
+    return jax.block_until_ready(value)
+
+
 def _leaves(value: Any) -> list[Any]:
     import jax
 
@@ -96,7 +104,8 @@ class Donated:
                 )
         if self._passed:
             self.calls += 1
-        self._handed = {position: _copy(self.args[position]) for position in self.donate}
+        handed = {position: _copy(self.args[position]) for position in self.donate}
+        self._handed = _ready(handed)  # copied now, not inside the next (timed) call
         self._passed = False
 
     def call_args(self) -> tuple[Any, ...]:

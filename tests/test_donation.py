@@ -51,6 +51,24 @@ def test_each_call_gets_a_fresh_copy_and_the_last_one_must_be_gone():
     assert held.calls == 3 and not pristine.is_deleted()
 
 
+def test_the_fresh_copy_is_waited_for_before_the_timed_call():
+    """A copy is queued like any JAX call: refresh waits for the copies it hands out, so
+    the next (timed) call does not wait for them inside its timed region."""
+    from scanbench import donation
+
+    waited = []
+
+    def ready(value):
+        waited.append(value)
+        return jax.block_until_ready(value)
+
+    with mock.patch.object(donation, "_ready", ready):
+        held = Donated((jnp.zeros(1 << 20),), (0,), "big")
+        held.refresh()
+    assert len(waited) == 2
+    assert waited[-1][0] is held.call_args()[0]
+
+
 def test_a_buffer_the_call_kept_fails_with_the_argument_named():
     held = Donated((jnp.arange(4.0), jnp.zeros(4)), (1,), "keeps")
     jax.jit(lambda x, y: x + y)(*held.call_args())  # no donation: the buffer survives

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,18 @@ def test_profile_command_writes_a_trace(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "100  jit(_forward_column)" in result.stdout
     assert list(out.rglob("*.xplane.pb")) and list(out.rglob("perfetto_trace.json.gz"))
+
+
+def test_profile_starts_its_worker_as_the_cell_worker_with_the_declared_flags(tmp_path):
+    """The blocked TDMA solver declares the flag that compiles its loops into native
+    kernels: traced without it, one call at smoke runs its 100 + 99 loop iterations as
+    8 + 5 kernels each (about 1,300), with it a handful (7 seen)."""
+    command = [sys.executable, "-m", "scanbench.cli.main", "profile", "--scenario", "tridiagonal"]
+    command += ["--backend", "scanned-blocked", "--size", "smoke", "--out", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    kernels = re.search(r"executions: 1, kernels: (\d+),", result.stdout)
+    assert kernels and int(kernels.group(1)) < 20, result.stdout
 
 
 def run_cli(capsys, *argv):

@@ -219,11 +219,15 @@ def with_stats(record: Record, confidence: float) -> Record:
 
 
 def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, Any]:
-    """Trace one call of a cell in a fresh process, keeping the trace in ``log_dir``."""
+    """Trace one call of a cell in a fresh process, keeping the trace in ``log_dir``; the
+    process starts as the cell's worker does (`worker_environ`: its devices and the XLA
+    flags its backend declares)."""
+    environ = worker_environ(cell, os.environ)
     with tempfile.TemporaryDirectory(prefix="scanbench-profile-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "counts.json")
         spec.write_text(json.dumps(cell_spec(cell, TimingConfig())), encoding="utf-8")
-        data, error, _ = _run_worker(["profile", str(spec), log_dir, str(out)], out, timeout_s)
+        command = ["profile", str(spec), log_dir, str(out)]
+        data, error, _ = _run_worker(command, out, timeout_s, environ=environ)
     if error is not None:
         raise HarnessError(f"profiling {cell.label} failed: {error}")
     return data

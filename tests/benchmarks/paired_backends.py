@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -40,33 +41,38 @@ def paired(
     seed: int,
     confidence: float,
     timeout_s: float = 900.0,
+    roots: tuple[Path, Path] | None = None,
 ) -> dict:
     """Interleave ``backends`` (first, second) and return each block's medians, the
-    median ratio second / first and its ``confidence`` interval."""
-    side = Side(project_root())
+    median ratio second / first and its ``confidence`` interval. ``roots``: the trees
+    each side's code is measured from (default: this checkout for both; two revisions of
+    one backend, e.g. a baseline worktree and this checkout)."""
+    roots = roots or (project_root(), project_root())
+    sides = ("first", "second")
     with contextlib.ExitStack() as stack:
-        workers: dict[str, list[ServedCell]] = {name: [] for name in backends}
+        workers: dict[str, list[ServedCell]] = {side: [] for side in sides}
         for pair in range(pairs):
-            for name in backends if pair % 2 == 0 else backends[::-1]:
-                rule = BaselineRule(scenario, name, size, delta=0.0, floor_s=0.0)
-                workers[name].append(stack.enter_context(ServedCell(rule, side, timeout_s)))
-        medians: dict[str, list[float]] = {name: [] for name in backends}
+            for index in (0, 1) if pair % 2 == 0 else (1, 0):
+                rule = BaselineRule(scenario, backends[index], size, delta=0.0, floor_s=0.0)
+                served = ServedCell(rule, Side(Path(roots[index])), timeout_s)
+                workers[sides[index]].append(stack.enter_context(served))
+        medians: dict[str, list[float]] = {side: [] for side in sides}
         for index, order in enumerate(schedule(blocks, seed)):
-            names = backends if order[0] == "baseline" else backends[::-1]
-            for name in names:
-                samples = workers[name][index % pairs].samples(per_block)
-                medians[name].append(float(np.median(samples)))
-    first, second = (np.asarray(medians[name]) for name in backends)
+            for side in sides if order[0] == "baseline" else sides[::-1]:
+                samples = workers[side][index % pairs].samples(per_block)
+                medians[side].append(float(np.median(samples)))
+    first, second = (np.asarray(medians[side]) for side in sides)
     ratios = np.sort(second / first)
     low, high = median_interval_indices(len(ratios), confidence)
     return {
         "scenario": scenario,
         "size": size,
         "backends": list(backends),
+        "roots": [str(root) for root in roots],
         "blocks": blocks,
         "per_block": per_block,
         "pairs": pairs,
-        "medians_s": {name: float(np.median(medians[name])) for name in backends},
+        "medians_s": [float(np.median(medians[side])) for side in sides],
         "ratio": float(np.median(ratios)),
         "interval": [
             float(ratios[low]) if low >= 0 else None,
@@ -88,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--root", help="the tree both sides are measured from (default: here)")
+    parser.add_argument("--first-root", help="the first side's tree (e.g. a baseline worktree)")
     parser.add_argument("--out", help="also write the result as JSON here")
     args = parser.parse_args(argv)
     result = paired(
@@ -99,14 +107,18 @@ def main(argv: list[str] | None = None) -> int:
         args.pairs,
         args.seed,
         args.confidence,
+        roots=(
+            Path(args.first_root or args.root or project_root()),
+            Path(args.root or project_root()),
+        ),
     )
     low, high = result["interval"]
     first, second = result["backends"]
     print(
         f"{result['scenario']}/{result['size']}: {second} / {first} = {result['ratio']:.3f}, "
         f"{result['confidence']:.0%} interval [{low}, {high}] over {result['blocks']} blocks "
-        f"(medians {result['medians_s'][first] * 1e3:.2f} ms and "
-        f"{result['medians_s'][second] * 1e3:.2f} ms)"
+        f"(medians {result['medians_s'][0] * 1e3:.2f} ms and "
+        f"{result['medians_s'][1] * 1e3:.2f} ms)"
     )
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
