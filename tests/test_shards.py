@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanbench.api import InputError, Record
+from scanbench.api import InputError, Record, StoreError
 from scanbench.cli.main import main
 from scanbench.execution import executors, gathering, shards
 from scanbench.execution.cells import Cell
@@ -324,3 +324,25 @@ def test_run_refuses_options_that_do_not_go_together(argv, message, tmp_path, ca
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_the_jobs_file_round_trips_and_the_progress_line_counts_saved_cells(tmp_path):
+    paths = write_shards(tmp_path, 2)
+    invocations = [load_run(path).invocation for path in paths]
+    pending = tmp_path / "shard-3.json"  # a shard not started: nothing saved yet
+    jobs = executors.Jobs(
+        "local", str(tmp_path), str(tmp_path / "out.json"), (None, None), "r1", str(tmp_path),
+        30, {"timeout_min": 30},
+        (
+            executors.ShardJob(1, str(paths[0]), invocations[0], "101"),
+            executors.ShardJob(2, str(paths[1]), invocations[1], None),
+            executors.ShardJob(3, str(pending), invocations[1], None),
+        ),
+    )  # fmt: skip
+    executors.save_jobs(jobs)
+    assert executors.read_jobs(tmp_path / "out.json") == jobs
+    line = executors.progress_line(jobs, {1: "RUNNING", 2: "PENDING", 3: "PENDING"})
+    assert line == "shards 2/3 done, cells 8/12, queue: 2 PENDING, 1 RUNNING"
+    (tmp_path / "out.json.jobs.json").write_text('{"jobs_version": 9}')
+    with pytest.raises(StoreError, match="not a scanbench jobs file of version 1"):
+        executors.read_jobs(tmp_path / "out.json")

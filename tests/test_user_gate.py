@@ -170,9 +170,13 @@ def run_action(
             "base_ref": base_ref,
             "workspace": str(repo),
             "ref_name": "pr",
+            "ref": "refs/pull/7/merge",
             "run_id": "1",
+            "run_attempt": "1",
+            "job": "report",
+            "event_name": "pull_request" if base_ref else "push",
         },
-        "runner": {"temp": str(tmp / "runner-temp"), "os": "Linux"},
+        "runner": {"temp": str(tmp / "runner-temp"), "os": "Linux", "arch": "X64"},
         "steps": {},
     }
     failed, code, stdout, skipped = False, 0, "", []
@@ -192,6 +196,7 @@ def run_action(
         env = _environment(
             **env, GITHUB_OUTPUT=str(step_output), GITHUB_STEP_SUMMARY=str(summary_file),
             HOME=os.environ.get("HOME", str(tmp)), RUNNER_OS="Linux", RUNNER_ARCH="X64",
+            GITHUB_RUN_ID="1",
         )  # fmt: skip
         if path_first is not None:
             env["PATH"] = f"{path_first}{os.pathsep}{env['PATH']}"
@@ -260,6 +265,48 @@ def test_the_action_keeps_a_history_of_the_report_run(pull_request, tmp_path):
     assert (out / "scanbench" / "history.html").stat().st_size > 0
     assert "gha-Linux-X64" in ran["summary"]
     assert {"actions/cache/restore", "actions/cache/save"} <= set(ran["skipped"])
+
+
+def test_the_action_splits_the_report_run_over_a_matrix_and_gathers_it(pull_request, tmp_path):
+    """``shard: K/N`` jobs each measure a shard (no gate) and upload it under its own
+    name; the ``gather: true`` job gathers what download-artifact put in one folder per
+    artifact, reports it, adds it to the history and says where a pull request's
+    history goes."""
+    artifacts = tmp_path / "gather" / "runner-temp" / "scanbench-shards"
+    for index in (1, 2):
+        job = tmp_path / f"shard{index}"
+        job.mkdir()
+        inputs = {"install": "false", "scenarios": "bench/scenario.py", "shard": f"{index}/2"}
+        ran = run_action(pull_request, inputs, "main", job)
+        assert ran["code"] == 0, ran["stdout"]
+        assert "actions/upload-artifact" in ran["skipped"] and not ran["outputs"]["verdict"]
+        (made,) = (job / "runner-temp" / "scanbench-shard").glob("*.json")
+        assert made.name == f"shard-{index}-of-2.json"
+        folder = artifacts / f"scanbench-shard-{index}-of-2"  # as download-artifact lays them
+        folder.mkdir(parents=True)
+        shutil.copy(made, folder / made.name)
+    inputs = {"install": "false", "gather": "true", "history": "true"}
+    (tmp_path / "gather").mkdir(exist_ok=True)
+    ran = run_action(pull_request, inputs, "main", tmp_path / "gather")
+    assert ran["code"] == 0, ran["stdout"]
+    assert "actions/download-artifact" in ran["skipped"]
+    out = tmp_path / "gather" / "runner-temp" / "scanbench"
+    merged = yaml.safe_load((out / "results.json").read_text())  # JSON is YAML
+    assert merged["invocation"]["gathered"]["count"] == 2
+    assert [r["backend"] for r in merged["records"]] == ["smooth"]
+    assert (
+        len(list((tmp_path / "gather" / "runner-temp" / "scanbench-history").glob("*.json"))) == 1
+    )
+    assert "- shard 1/2 (shard-1-of-2.json): 1 cells on " in ran["summary"]
+    assert "- shard 2/2 (shard-2-of-2.json): 0 cells on " in ran["summary"]
+    assert "only later runs of this pull request restore it" in ran["summary"]
+    assert "no gate run: the 'gates' input is empty" in ran["stdout"]
+
+
+def test_a_malformed_shard_input_is_a_usage_error(pull_request, tmp_path):
+    inputs = {"install": "false", "scenarios": "bench/scenario.py", "shard": "2 of 3"}
+    ran = run_action(pull_request, inputs, "main", tmp_path)
+    assert ran["code"] == 2 and "the 'shard' input must be K/N" in ran["stdout"]
 
 
 def test_the_action_without_a_baseline_is_a_usage_error(pull_request, tmp_path):

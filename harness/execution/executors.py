@@ -477,16 +477,17 @@ def drive(
                 handles[shard.index] = (job, True)
                 running.append(shard.index)
                 say(f"{said}: {_state(jobs, job, True)}")
-            wait_for(running)
-            failed.clear()  # a picked-up job that ended early: resubmitted below
-            todo = [s for s in jobs.shards if not complete(s)]
             if jobs.executor == "local":  # one shard at a time: never two timed at once
-                for shard in todo:
+                wait_for(running)
+                failed.clear()  # a picked-up job that ended early: resubmitted below
+                for shard in [s for s in jobs.shards if not complete(s)]:
                     submit([shard])
                     wait_for([shard.index])
-            elif todo:
-                submit(todo)
-                wait_for([s.index for s in todo])
+            else:  # SLURM: every shard not running nor complete in one array, then all
+                todo = [s for s in jobs.shards if not complete(s) and s.index not in running]
+                if todo:
+                    submit(todo)
+                wait_for(running + [s.index for s in todo])
     except Interrupted as stop:
         raise Detached(stop.signum, jobs) from None
     done = tuple(s.index for s in jobs.shards if complete(s))
