@@ -19,7 +19,8 @@ nothing secret either:
   ``Authorization: Basic|Bearer|token ...`` header.
 
 `public_url` applies the URL rule to one URL, and also strips the user of an scp-like
-remote (``user@host:path``) unless it is ``git``.
+remote (``user@host:path``) unless it is ``git``. `redacted_output` redacts everything a
+command prints on stdout and stderr (the command line runs every command inside it).
 
 Example:
     >>> public_url("https://x-access-token:ghs_abc@github.com/o/r.git")
@@ -30,8 +31,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
 import urllib.parse
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 REDACTED = "REDACTED"
 SSH_USER = "git"  # ``git@github.com:o/r``: the SSH convention, not a secret
@@ -121,3 +126,34 @@ def public_url(url: str | None) -> str | None:
         if match and match["user"] not in (None, SSH_USER):
             url = f"{match['host']}:{match['path']}"
     return redact(url)
+
+
+class Redacting:
+    """A text stream that passes what is written to it through `redact` (everything
+    else, ``flush``, ``isatty``, ``fileno``, ..., is the wrapped stream's)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def redacted_output() -> Iterator[None]:
+    """Within the block, ``sys.stdout`` and ``sys.stderr`` are `Redacting` streams: what
+    a command prints (its report, its progress lines, a traceback) holds no credential."""
+    before = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = before
