@@ -4,6 +4,7 @@ providers, and every place a text is written or printed going through it."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from hypothesis import given
@@ -214,3 +215,21 @@ def test_an_error_line_of_the_command_line_is_redacted(capsys, monkeypatch):
     assert cli.main(["list"]) == 2
     err = capsys.readouterr().err
     assert GH_CLASSIC not in err and "https://github.com/o/r failed" in err
+
+
+def test_what_a_command_prints_is_redacted(capsys, monkeypatch):
+    from scanbench.cli import main as cli
+
+    def chatty(args):
+        print(f"report of https://user:{GH_CLASSIC}@github.com/o/r")
+        sys.stderr.write(f"progress {GL_PAT}\n")
+        return 0
+
+    monkeypatch.setattr(cli.listing, "run", chatty)
+    assert cli.main(["list"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "report of https://github.com/o/r\n"
+    assert err == f"progress {REDACTED}\n"
+    from scanbench.credentials import Redacting
+
+    assert not isinstance(sys.stdout, Redacting)  # restored when the command returns

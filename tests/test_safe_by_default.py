@@ -249,6 +249,7 @@ def test_a_venv_cache_others_can_write_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("SCANBENCH_CACHE", str(shared))
     with pytest.raises(InputError, match=r"\$SCANBENCH_CACHE.* \(group or others can write it\)"):
         requirement_venv(["jax"], tmp_path)
+    assert not list(shared.iterdir())  # nothing made inside it
 
 
 # ---------------------------------------------------------------- user revisions and git

@@ -8,8 +8,8 @@ handler (``run``), listed in `COMMANDS`: it parses its arguments, calls the harn
 unreadable results files) is printed as one line on stderr with exit code 2, never as a
 traceback. Anything else that escapes a command is a crash (a bug): its traceback, then
 one line naming it, and exit code `CRASHED` (70), so that a crash never reads as a
-verdict (1: a failed cell, a regression) or as a usage error (2). Every line printed
-here has its credentials redacted (`scanbench.credentials`).
+verdict (1: a failed cell, a regression) or as a usage error (2). Everything a command
+prints goes through `scanbench.credentials.redacted_output`: no credential in a log.
 
 Exit codes (``docs/cli.md``): 0 done; 1 a failed cell, a regression, a run not added;
 2 a usage or input error; 3 ``bisect`` only: not pinned down; 70 a crash (``EX_SOFTWARE``
@@ -29,7 +29,7 @@ import traceback
 from collections.abc import Sequence
 
 from ..api import HarnessError
-from ..credentials import redact
+from ..credentials import redact, redacted_output
 from ..execution.interrupts import Interrupted
 from ..import_path import use_import_root
 from . import ab, bisect, flags, gate, gather, history, listing, profile, report, run
@@ -83,6 +83,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
         return int(stop.code or 0)
     use_import_root()  # a scenario file imports the user's code as `python -m` would
+    with redacted_output():  # every line the command prints, without credentials
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's handler; its errors as one line (exit 2), a crash as its traceback
+    and one line (exit 70)."""
     try:
         return args.handler(args)
     except Interrupted as stop:  # what was finished is saved; the message says where

@@ -128,6 +128,8 @@ def requirement_venv(
     interpreter = target / "bin" / "python"
     # a venv runs what is in it: its folders must be this user's, writable by no one else
     what = "the venv cache ($SCANBENCH_CACHE, default ~/.cache/scanbench)"
+    if cache_dir().exists():  # checked before anything is made inside it
+        check_owned(cache_dir(), what)
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     for folder in (cache_dir(), target.parent):
         check_owned(folder, what)

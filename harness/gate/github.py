@@ -57,7 +57,10 @@ def append_summary(path: str | os.PathLike[str], markdown: str, limit: int = SUM
     room = limit - used - 1  # the last newline
     if room <= 0:
         return 0
-    text = summary(redact(markdown), room) + "\n"
+    text = summary(redact(markdown), room)
+    if not text:  # not even the note that it was cut fits
+        return 0
+    text += "\n"
     with target.open("a", encoding="utf-8") as handle:
         handle.write(text)
     return len(text.encode("utf-8"))
