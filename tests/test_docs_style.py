@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+# the checkout: the folder of pyproject.toml (wherever under tests/ this file lives)
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 DOCS = ROOT / "docs"
 MAX_WORDS = 40
 REFERENCE = {"cli.md", "results-format.md", "performance-log.md", "reference/api.md"}
