@@ -155,7 +155,7 @@ def report(session: nox.Session) -> None:
 
 @nox.session
 def gate(session: nox.Session) -> None:
-    """Regression gate: count rules and invariants of gate/gates.toml (smoke sizes).
+    """Regression gate: count rules and invariants of bench/gates.toml (smoke sizes).
 
     Writes results/gate.md (appended to $GITHUB_STEP_SUMMARY when set); exit 1 on a
     regression. Extra arguments go to `scanbench gate`, e.g. `-- --against origin/main`.
@@ -168,7 +168,7 @@ def gate(session: nox.Session) -> None:
             "scanbench",
             "gate",
             "--gates",
-            "gate/gates.toml",
+            "bench/gates.toml",
             "--md",
             str(md),
             *session.posargs,

@@ -45,8 +45,8 @@ import tables
 from scanbench.cli.main import build_parser
 from scanbench.reports import plots
 from scanbench.reports.model import build
-from scanbench.store import Run
-from scanbench.store import load_run as _load_run
+from scanbench.results import Run
+from scanbench.results import load_run as _load_run
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "img"

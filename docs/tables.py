@@ -53,7 +53,7 @@ EXIT_MEANINGS: dict[str, dict[int, str]] = {
         0: "no regression (inconclusive rules are shown)",
         1: "a rule failed (with `--strict`, also an inconclusive one)",
     },
-    "compare": {
+    "ab": {
         0: "no cell significantly slower on B",
         1: "a cell significantly slower on B",
     },
@@ -301,7 +301,16 @@ def exit_codes(page: Path) -> str:
         if 130 in codes:
             cells.append("**130**, **143**: interrupted, the finished cells saved")
         lines.append(f"| `{command}` | {'<br>'.join(cells)} |")
+    for old, new in _renamed().items():
+        lines.append(f"| `{old}` | **2**: renamed; says to use `scanbench {new}` |")
     return "\n".join(lines)
+
+
+def _renamed() -> dict[str, str]:
+    """Commands renamed since an earlier release (`scanbench.cli.main.RENAMED`), if any."""
+    from scanbench.cli import main
+
+    return dict(getattr(main, "RENAMED", {}))
 
 
 # ---------------------------------------------------------------- counts and factories

@@ -42,10 +42,10 @@ _LAZY = {
     "loop_backend": ".factories",
     "parametric": ".factories",
     "TimingConfig": ".timing",
-    "compare": ".functions",
-    "profile": ".functions",
-    "report": ".functions",
-    "Profile": ".functions",
+    "compare": ".notebook",
+    "profile": ".notebook",
+    "report": ".notebook",
+    "Profile": ".notebook",
     "compile_reference": ".execution.reference_cache",
 }
 _SUBMODULES = {"placement": ".sharding.placement"}
@@ -109,6 +109,6 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         loop_backend,
         parametric,
     )
-    from .functions import Profile, compare, profile, report
+    from .notebook import Profile, compare, profile, report
     from .sharding import placement
     from .timing import TimingConfig

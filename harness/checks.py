@@ -12,7 +12,7 @@ timed a backend's output must pass all of:
   wrong on every later call, which the max error alone does not explain;
 - it still matches after repeated calls (`check_again`).
 
-Imports only NumPy, JAX's tree utilities and `scanbench.api`, so `harness/gate/serve.py` can load
+Imports only NumPy, JAX's tree utilities and `scanbench.api`, so `scanbench.gate.serve` can load
 the candidate's copy by path inside a baseline checkout.
 """
 

@@ -57,7 +57,7 @@ def scanbench(benchmark) -> Callable[..., Measured]:
     that keeps state), ``check=False`` times it without comparing its output."""
     # here, not at the top: the plugin loads in every pytest run of the environment
     from .diagnosis import Facts, diagnose
-    from .functions import _dtype, scenario_of
+    from .notebook import _dtype, scenario_of
     from .pytest_bench import benchmark_backend
 
     def measure(

@@ -1,6 +1,6 @@
 """THE timing loop: every path that times a backend calls into this module.
 
-The cell worker (`repeat`), the gate's baseline worker (`harness/gate/serve.py`: `sample`),
+The cell worker (`repeat`), the gate's baseline worker (`scanbench.gate.serve`: `sample`),
 the pytest-benchmark tests (`call_and_wait` is the callable they time) and the profile
 command all time a call as *call, then wait for the whole output pytree*
 (``jax.block_until_ready``), so a backend that returns futures is still timed to the
@@ -9,7 +9,7 @@ moment its result is ready. Backends built by `scanbench.factories` also wait in
 
 The clock and the "wait for the result" function are parameters so that the logic is
 tested with a fake clock (as pyperf does) instead of wall-clock asserts. This module
-imports nothing of scanbench but `scanbench.api`, so `harness/gate/serve.py` can load the
+imports nothing of scanbench but `scanbench.api`, so `scanbench.gate.serve` can load the
 candidate's copy by path inside a baseline checkout.
 """
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..api import StoreError
-from ..store import Run, SchemaVersionError, load_run
+from scanbench.api import StoreError
+from scanbench.results import Run, SchemaVersionError, load_run
 
 
 @dataclasses.dataclass(frozen=True)

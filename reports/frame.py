@@ -58,16 +58,16 @@ from typing import Any
 
 import pandas as pd
 
-from ..api import cache_suffix, param_suffix
-from ..bounds import bound_for
-from ..counts import Counts
-from ..decomposition import PARTS
-from ..diagnosis import FASTER_BY, Facts, diagnose, facts_of, summary
-from ..statistics import ratio_interval
-from ..store import Run
+from scanbench.api import cache_suffix, param_suffix
+from scanbench.bounds import bound_for
+from scanbench.counts import Counts
+from scanbench.decomposition import PARTS
+from scanbench.diagnosis import FASTER_BY, Facts, diagnose, facts_of, summary
+from scanbench.results import Run
+from scanbench.statistics import ratio_interval
 
 GROUP = ["scenario", "size", "dtype", "device"]
-NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.functions)
+NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.notebook)
 MIN_SAMPLES = 5  # fewer samples than this: no interval, flagged wherever a time is shown
 TIE_CONFIDENCE = 0.95
 # ratios only ever compare backends measured in one run, with the caches in the same state

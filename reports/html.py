@@ -16,7 +16,7 @@ import re
 import pandas as pd
 
 from . import plots
-from .growth import GrowthSection
+from .growth_section import GrowthSection
 from .model import Report, Table
 
 STYLE = """

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .growth import GrowthSection
+from .growth_section import GrowthSection
 from .model import Report
 
 

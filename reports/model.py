@@ -14,10 +14,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..store import Run
+from scanbench.results import Run
+
 from .comparable import Apart, split_comparable
 from .frame import records_frame
-from .growth import GrowthSection, growth_sections, is_grown, own_sentences
+from .growth_section import GrowthSection, growth_sections, is_grown, own_sentences
 from .scaling import scaling_tables
 from .tables import (
     COLUMN_HELP,
@@ -73,7 +74,9 @@ class Report:
     apart: tuple[Apart, ...]
     environment: tuple[str, ...]
     column_help: str = COLUMN_HELP
-    growth: tuple[GrowthSection, ...] = ()  # the sweeps of grown runs (scanbench.reports.growth)
+    growth: tuple[
+        GrowthSection, ...
+    ] = ()  # the sweeps of grown runs (scanbench.reports.growth_section)
 
     def scenarios(self) -> list[tuple[str, pd.DataFrame, list[Table]]]:
         """(scenario, its ok rows, its tables), in the order first measured."""

@@ -11,8 +11,9 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from ..store import Run
-from ..units import format_duration, format_seconds, number
+from scanbench.results import Run
+from scanbench.units import format_duration, format_seconds, number
+
 from .frame import GROUP, MIN_SAMPLES, NOT_JITTED
 
 

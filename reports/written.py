@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..store import Run, write_text_atomic
+from scanbench.results import Run
+from scanbench.safe_files import write_text_atomic
+
 from . import html as html_report
 from . import markdown as markdown_report
 from .comparable import Apart

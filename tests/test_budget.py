@@ -15,7 +15,7 @@ from scanbench.execution.worker import run_cell
 from scanbench.reports.frame import records_frame
 from scanbench.reports.markdown import render as render_markdown
 from scanbench.reports.model import build
-from scanbench.store import Run
+from scanbench.results import Run
 from scanbench.timing import TimingConfig
 from scanbench.units import format_duration
 from tests.scenario_files.steps import COMPILE_S, STEP_S
@@ -184,7 +184,7 @@ def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
 def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
     from scanbench.cli.main import main
     from scanbench.execution.runner import Plan
-    from scanbench.store import load_run
+    from scanbench.results import load_run
 
     out = tmp_path / "parts.json"
     argv = ["run", "--scenario-file", STEPS, "--backend", "sleepy-jax", "--size", "four"]

@@ -219,7 +219,7 @@ def test_stored_tdma_cells_are_diagnosed_as_the_issue_describes():
     from pathlib import Path
 
     from scanbench.reports.frame import records_frame
-    from scanbench.store import load_run
+    from scanbench.results import load_run
 
     frame = records_frame([load_run(Path(__file__).parent / "data" / "tdma.json")])
     rows = frame.set_index(["size", "backend"])["diagnosis"]

@@ -17,7 +17,7 @@ from scanbench.cli.main import main
 
 DATA = Path(__file__).parent / "data"
 BASE = json.loads((DATA / "toy-failed.json").read_text())
-GATES = Path(__file__).parent.parent / "gate" / "gates.toml"
+GATES = Path(__file__).parent.parent / "bench" / "gates.toml"
 
 FIELDS = [  # paths into a results file that reports and the gate read
     ("records", 0, "stats", "median"),

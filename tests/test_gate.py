@@ -24,7 +24,7 @@ from scanbench.gate.decide import (
 from scanbench.gate.interleave import SIDES, interleaved_blocks, schedule
 from scanbench.gate.render import calibration_markdown, describe, markdown
 from scanbench.gate.rules import Invariant, load_count_rules, load_gates
-from scanbench.store import load_run, write_run
+from scanbench.results import load_run, write_run
 
 DATA = Path(__file__).parent / "data"
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
@@ -331,3 +331,12 @@ def test_a_baseline_rule_may_set_its_own_worker_pairs_and_blocks(tmp_path):
     path.write_text(path.read_text() + "blocks = 0\n")
     with pytest.raises(InputError, match="blocks must be finite and > 0"):
         load_gates(path)
+
+
+def test_a_gate_file_at_the_old_default_is_named_not_used(tmp_path, monkeypatch, capsys):
+    (tmp_path / "gate").mkdir()
+    (tmp_path / "gate" / "gates.toml").write_text("[settings]\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["gate"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "no bench/gates.toml here, but gate/gates.toml exists" in line

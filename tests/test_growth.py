@@ -229,7 +229,7 @@ def test_a_confirmation_says_what_the_measurement_at_the_crossover_found(below_s
 def test_a_confirmed_crossing_says_when_the_fits_misplace_it(interval, says):
     """Measured 3.35x faster where the fits predict 1.1x: the side is right, the place is
     not (the TDMA batch sweep's case)."""
-    from scanbench.reports.growth import _verdict
+    from scanbench.reports.growth_section import _verdict
 
     confirmation = {"verdict": CONFIRMED, "interval": interval, "ratio": sum(interval) / 2}
     assert _verdict(confirmation, predicted=1.1).endswith(says)
@@ -371,7 +371,7 @@ def test_the_budget_skips_a_point_predicted_over_it_without_measuring_it():
 
 def test_the_report_shows_the_fits_the_crossover_and_the_users_size(tmp_path):
     from scanbench.reports.written import write_reports
-    from scanbench.store import Run, ScenarioFacts
+    from scanbench.results import Run, ScenarioFacts
 
     scenario = load(GROWING)
     sweep = sweep_of(parse_grow("n=1..64:x4"), scenario, GROWING, "smoke", "float64")
@@ -396,8 +396,8 @@ def test_the_report_shows_the_fits_the_crossover_and_the_users_size(tmp_path):
 
 
 def test_a_malformed_stored_analysis_is_a_note_not_a_crash():
-    from scanbench.reports.growth import growth_sections
-    from scanbench.store import Run
+    from scanbench.reports.growth_section import growth_sections
+    from scanbench.results import Run
 
     (section,) = growth_sections([Run({}, {"growth": {"analysis": [{"sweep": {}}]}}, ())])
     assert "cannot be read" in section.notes[0] and section.plot() is None

@@ -17,8 +17,8 @@ import pytest
 
 from scanbench.gate.interleave import Blocks
 from scanbench.gate.rules import BaselineRule, Settings
-from scanbench.history import bisect
-from scanbench.history.bisect import Mark, search
+from scanbench.history import bisection as bisect
+from scanbench.history.bisection import Mark, search
 from tests import user_repo
 
 BROKEN = user_repo.TOUCHED.replace("def smooth(xs):", "def smooth(xs:")  # a syntax error

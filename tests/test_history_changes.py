@@ -19,9 +19,9 @@ import pytest
 
 from scanbench.api import Record
 from scanbench.counts import Counts
-from scanbench.history import changes, series, store
+from scanbench.history import archive, changes, series
+from scanbench.results import Run, write_run
 from scanbench.statistics import summarize
-from scanbench.store import Run, write_run
 
 COMMITS = 36
 REMOTE = "git@github.com:example/project.git"
@@ -165,9 +165,9 @@ def found(tmp_path_factory):
     """The synthetic history added, read back and searched."""
     where = tmp_path_factory.mktemp("history")
     paths = write_runs(synthetic_runs(), where / "runs")
-    added = store.add(paths, where / "history")
-    assert {a.outcome for a in added} == {store.Outcome.ADDED}
-    timeline = series.timeline(store.load(where / "history"))
+    added = archive.add(paths, where / "history")
+    assert {a.outcome for a in added} == {archive.Outcome.ADDED}
+    timeline = series.timeline(archive.load(where / "history"))
     return timeline, changes.detect(timeline)
 
 
@@ -324,8 +324,8 @@ def test_disturbed_points_are_drawn_but_left_out():
         for r in runs[5].records
     ]
     runs[5] = dataclasses.replace(runs[5], records=tuple(busy))
-    entries = [store.entry_of(run, f"run-{i}") for i, run in enumerate(runs)]
-    timeline = series.timeline(store.History(tuple(entries), ()))
+    entries = [archive.entry_of(run, f"run-{i}") for i, run in enumerate(runs)]
+    timeline = series.timeline(archive.History(tuple(entries), ()))
     (only,) = timeline.cells["tridiagonal/scanned-time-major/smoke/float64"]
     times = changes.time_fit(only)
     assert (times.points, times.left_out) == (11, 1)

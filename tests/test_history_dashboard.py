@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from scanbench.cli.main import main
-from scanbench.history import series, store, summary
+from scanbench.history import archive, series, summary
 from scanbench.history.entry import CellPoint, Commit, Machine, Setup
 from tests.test_history_changes import (
     MACHINES,
@@ -214,14 +214,14 @@ def _step_history(folder, factor: float, confidence: float) -> None:
     noise and tight intervals of the given confidence."""
     rng = np.random.default_rng(9)
     for index in range(12):
-        entry = store.entry_of(synthetic_run(index, "ci-box", rng), f"run-{index}.json")
+        entry = archive.entry_of(synthetic_run(index, "ci-box", rng), f"run-{index}.json")
         median = 1e-3 * (factor if index >= 6 else 1.0) * (1 + 0.001 * rng.standard_normal())
         cell = CellPoint(
             "tridiagonal", "scanned", "smoke", "float64", "ok", median=median,
             ci_low=median * 0.998, ci_high=median * 1.002, confidence=confidence, samples=30,
         )  # fmt: skip
         entry = dataclasses.replace(entry, cells=(cell,))
-        assert store.write_new(folder / entry.filename, entry.to_json())
+        assert archive.write_json_new(folder / entry.filename, entry.to_json())
 
 
 def test_min_change_sets_the_smallest_time_change_reported(tmp_path, capsys):

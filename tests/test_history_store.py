@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from scanbench.api import StoreError
 from scanbench.cli.main import main
-from scanbench.history import changes, dashboard, series, store, summary
+from scanbench.history import archive, changes, dashboard, series, summary
 from scanbench.history.entry import HISTORY_VERSION, Commit, Entry, Setup
-from scanbench.store import write_run
+from scanbench.results import write_run
 from tests.test_history_changes import commit_facts, sha, synthetic_run
 
 
@@ -57,8 +57,8 @@ def run_at(index: int, machine: str = "ci-box", **git):
 
 def test_an_entry_is_keyed_by_commit_branch_machine_and_environment(tmp_path):
     path = write_run(tmp_path / "run.json", run_at(3))
-    (added,) = store.add([path], tmp_path / "history")
-    assert added.outcome == store.Outcome.ADDED
+    (added,) = archive.add([path], tmp_path / "history")
+    assert added.outcome == archive.Outcome.ADDED
     entry = added.entry
     assert entry.commit == Commit(
         sha(3), commit_facts(3)["date"], "change 3", (sha(2),), "git@github.com:example/project.git"
@@ -80,11 +80,11 @@ def test_the_same_run_twice_is_stored_once_and_never_rewritten(tmp_path):
     path = write_run(tmp_path / "run.json", run_at(1))
     copy = tmp_path / "copy.json"  # the same run, formatted differently
     copy.write_text(json.dumps(json.loads(path.read_text()), indent=4, sort_keys=True))
-    (first,) = store.add([path], tmp_path / "history")
+    (first,) = archive.add([path], tmp_path / "history")
     target = tmp_path / "history" / first.entry.filename
     before = (target.read_bytes(), target.stat().st_ino, target.stat().st_mtime_ns)
-    again = store.add([path, copy], tmp_path / "history", machine="renamed")
-    assert [a.outcome for a in again] == [store.Outcome.PRESENT] * 2
+    again = archive.add([path, copy], tmp_path / "history", machine="renamed")
+    assert [a.outcome for a in again] == [archive.Outcome.PRESENT] * 2
     assert (target.read_bytes(), target.stat().st_ino, target.stat().st_mtime_ns) == before
     assert len(list((tmp_path / "history").iterdir())) == 1
 
@@ -92,11 +92,11 @@ def test_the_same_run_twice_is_stored_once_and_never_rewritten(tmp_path):
 def test_a_name_taken_by_anything_is_never_replaced(tmp_path):
     target = tmp_path / "entry.json"
     os.mkfifo(target)
-    assert store.write_new(target, {"x": 1}) is False  # no open(): a FIFO would block
+    assert archive.write_json_new(target, {"x": 1}) is False  # no open(): a FIFO would block
     assert target.is_fifo()
     link = tmp_path / "link.json"
     link.symlink_to(tmp_path / "elsewhere.json")
-    assert store.write_new(link, {"x": 1}) is False
+    assert archive.write_json_new(link, {"x": 1}) is False
     assert not (tmp_path / "elsewhere.json").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -131,9 +131,9 @@ def test_bad_files_are_named_and_skipped_and_the_others_added(tmp_path, capsys):
 
 def test_the_machine_and_branch_can_be_named_and_a_detached_head_has_no_branch(tmp_path):
     path = write_run(tmp_path / "run.json", run_at(1, branch="HEAD"))
-    (plain,) = store.add([path], tmp_path / "a")
+    (plain,) = archive.add([path], tmp_path / "a")
     assert plain.entry.branch is None and plain.entry.machine.name == "ci-box"
-    (named,) = store.add([path], tmp_path / "b", machine="gha-ubuntu-x64", branch="main")
+    (named,) = archive.add([path], tmp_path / "b", machine="gha-ubuntu-x64", branch="main")
     assert named.entry.branch == "main"
     assert named.entry.machine.name == "gha-ubuntu-x64"
     assert named.entry.machine.hostname == "ci-box"
@@ -143,14 +143,14 @@ def test_an_older_run_with_only_its_commit_sha_is_kept(tmp_path):
     run = run_at(1)
     env = {k: v for k, v in run.environment.items() if k != "git"}
     path = write_run(tmp_path / "run.json", dataclasses.replace(run, environment=env))
-    (added,) = store.add([path], tmp_path / "h")
+    (added,) = archive.add([path], tmp_path / "h")
     assert added.entry.commit == Commit(sha(1)) and added.entry.branch is None
 
 
 def test_reading_a_history_names_what_is_not_an_entry_and_ignores_hidden_files(tmp_path):
     paths = [write_run(tmp_path / f"r{i}.json", run_at(i)) for i in range(3)]
     history = tmp_path / "h"
-    store.add(paths, history)
+    archive.add(paths, history)
     (history / "README.md").write_text("our benchmark history\n")
     (history / ".0123.json.abc.tmp").write_text("{")  # an interrupted write
     (history / "broken.json").write_text('{"history_version": 1, "run_id": "x"}')
@@ -163,7 +163,7 @@ def test_reading_a_history_names_what_is_not_an_entry_and_ignores_hidden_files(t
             }
         )
     )
-    loaded = store.load(history)
+    loaded = archive.load(history)
     assert len(loaded.entries) == 3
     reasons = {os.path.basename(path): reason for path, reason in loaded.skipped}
     assert set(reasons) == {"README.md", "broken.json", "results.json", "bad-field.json"}
@@ -175,7 +175,7 @@ def test_reading_a_history_names_what_is_not_an_entry_and_ignores_hidden_files(t
 
 def test_the_report_names_skipped_files_and_a_missing_history_is_one_line(tmp_path, capsys):
     history = tmp_path / "h"
-    store.add([write_run(tmp_path / "r.json", run_at(0))], history)
+    archive.add([write_run(tmp_path / "r.json", run_at(0))], history)
     (history / "notes.txt").write_text("x")
     html = tmp_path / "d.html"
     assert main(["history", "report", "--history", str(history), "--html", str(html)]) == 0
@@ -198,9 +198,10 @@ def test_a_history_path_that_is_a_file_is_one_line(tmp_path, capsys):
 
 def test_credentials_never_reach_the_store():
     assert (
-        store.public_remote("https://user:t0ken@github.com/o/r.git") == "https://github.com/o/r.git"
+        archive.public_remote("https://user:t0ken@github.com/o/r.git")
+        == "https://github.com/o/r.git"
     )
-    assert store.public_remote("git@github.com:o/r.git") == "git@github.com:o/r.git"
+    assert archive.public_remote("git@github.com:o/r.git") == "git@github.com:o/r.git"
 
 
 @pytest.mark.parametrize(
@@ -226,10 +227,10 @@ def test_commits_are_ordered_parents_first_then_by_date():
     for index, date in enumerate(["2026-01-05T00:00:00+00:00", "2026-01-01T00:00:00+00:00",
                                   "2026-01-03T00:00:00+00:00"]):  # fmt: skip
         run = run_at(index, date=date)
-        entries.append(store.entry_of(run, "x"))
+        entries.append(archive.entry_of(run, "x"))
     ordered = [commit.sha for commit in series.order_commits(entries)]
     assert ordered == [sha(0), sha(1), sha(2)]
-    unrelated = [store.entry_of(run_at(i, parents=[], date=d), "x") for i, d in
+    unrelated = [archive.entry_of(run_at(i, parents=[], date=d), "x") for i, d in
                  ((0, "2026-01-05T00:00:00Z"), (1, "2026-01-01T00:00:00Z"))]  # fmt: skip
     assert [c.sha for c in series.order_commits(unrelated)] == [sha(1), sha(0)]
 
@@ -240,8 +241,8 @@ def test_one_commit_measured_twice_shows_the_later_run_and_machines_never_mix():
         run_at(1), environment={**first.environment, "timestamp": "2026-12-01T00:00:00+00:00"}
     )
     other = run_at(1, machine="workstation")
-    entries = [store.entry_of(r, "x") for r in (first, again, other)]
-    timeline = series.timeline(store.History(tuple(entries), ()))
+    entries = [archive.entry_of(r, "x") for r in (first, again, other)]
+    timeline = series.timeline(archive.History(tuple(entries), ()))
     cell = timeline.cells["mppi/vmapped/smoke/float32"]
     assert [s.line.machine.name for s in cell] == ["ci-box", "workstation"]
     (point,) = cell[0].points
@@ -294,7 +295,7 @@ def never_opened(fifo):
 
 
 def _other_entry(tmp_path, target):
-    other = store.entry_of(run_at(2), "other.json")
+    other = archive.entry_of(run_at(2), "other.json")
     target.write_text(json.dumps(other.to_json()))
 
 
@@ -336,7 +337,7 @@ def test_a_name_taken_by_anything_but_this_run_s_entry_fails_the_add_and_is_kept
     opens a FIFO."""
     path = write_run(tmp_path / "run.json", run_at(1))
     history = tmp_path / "h"
-    (added,) = store.add([path], history)
+    (added,) = archive.add([path], history)
     target = history / added.entry.filename
     take(tmp_path, target)
     before = os.lstat(target)
@@ -397,7 +398,7 @@ def test_adding_an_added_run_again_under_another_name_keeps_the_stored_one(tmp_p
         "(commit " + sha(1)[:7] + ", main, ci-box, 4 cells; added before: --machine and "
         "--branch do not rename it)"
     )
-    (entry,) = store.load(history).entries
+    (entry,) = archive.load(history).entries
     assert entry.machine.name == "ci-box"
 
 
@@ -417,8 +418,8 @@ def _one_cell(entry: Entry) -> Entry:
     return dataclasses.replace(entry, cells=(cell,))
 
 
-FUZZED = _one_cell(store.entry_of(run_at(1), "r1.json"))
-NEIGHBOUR = _one_cell(store.entry_of(run_at(2), "r2.json"))  # its parent is FUZZED's commit
+FUZZED = _one_cell(archive.entry_of(run_at(1), "r1.json"))
+NEIGHBOUR = _one_cell(archive.entry_of(run_at(2), "r2.json"))  # its parent is FUZZED's commit
 DELETE = object()
 
 
@@ -486,13 +487,13 @@ def test_a_mutated_entry_is_read_or_named_and_the_report_never_fails(place, valu
         fuzzed = history / FUZZED.filename
         fuzzed.write_text(_mutated(place, value))
         (history / NEIGHBOUR.filename).write_text(json.dumps(NEIGHBOUR.to_json()))
-        loaded = store.load(history)
+        loaded = archive.load(history)
         timeline = series.timeline(loaded)
         detected = changes.detect(timeline)
         summary.markdown(timeline, detected, history)
         dashboard.page(timeline, detected, "fuzz", history)
         try:
-            read = store.read_entry(fuzzed).run_id
+            read = archive.read_entry(fuzzed).run_id
         except StoreError:
             read = None
     named = [reason for path, reason in loaded.skipped if path == str(fuzzed)]

@@ -28,7 +28,7 @@ from scanbench.reports import markdown
 from scanbench.reports.frame import records_frame
 from scanbench.reports.model import build
 from scanbench.reports.tables import at_a_glance
-from scanbench.store import Run, load_run
+from scanbench.results import Run, load_run
 
 DATA = Path(__file__).parent / "data"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from scanbench.reports.frame import records_frame
-from scanbench.store import load_run
+from scanbench.results import load_run
 
 FILE = Path(__file__).parent / "scenario_files" / "bottlenecks.py"
 EXPECTED = {

@@ -2,14 +2,14 @@
 
 The import graph is read from the source (every ``import`` statement, inside functions
 and ``TYPE_CHECKING`` blocks too), with the folders mapped as the wheel installs them
-(``harness/`` -> ``scanbench``, ``reports/`` -> ``scanbench.reports``, ``scenarios/`` ->
-``scanbench.scenarios``), so it sees what a drawing of the repository's folders cannot:
-the imports between those three folders.
+(``[tool.setuptools] package-dir`` of ``pyproject.toml``), so it sees what a drawing of the
+repository's folders cannot: the imports between those three folders.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import tomllib
@@ -20,10 +20,12 @@ import pytest
 import scanbench
 
 ROOT = Path(__file__).resolve().parent.parent
+# folder on disk -> import name, as the wheel installs them
 FOLDERS = {
-    "harness": "scanbench",
-    "reports": "scanbench.reports",
-    "scenarios": "scanbench.scenarios",
+    folder: package
+    for package, folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+        "setuptools"
+    ]["package-dir"].items()
 }
 
 
@@ -109,7 +111,7 @@ def test_the_package_has_no_import_circle():
     assert _cycles() == []
 
 
-FRONTS = {"scanbench.cli", "scanbench.functions", "scanbench.pytest_plugin"}
+FRONTS = {"scanbench.cli", "scanbench.notebook", "scanbench.pytest_plugin"}
 
 
 def _front(name: str) -> bool:
@@ -127,10 +129,10 @@ def test_the_engine_never_imports_the_reports_or_the_front_doors():
 
 
 def test_the_reports_read_results_and_never_run_anything():
-    allowed = ("scanbench.reports", "scanbench.api", "scanbench.counts", "scanbench.store",
+    allowed = ("scanbench.reports", "scanbench.api", "scanbench.counts", "scanbench.results",
                "scanbench.diagnosis", "scanbench.decomposition", "scanbench.statistics",
                "scanbench.units", "scanbench.errors", "scanbench.import_path",
-               "scanbench.bounds")  # fmt: skip
+               "scanbench.bounds", "scanbench.safe_files")  # fmt: skip
     for name, targets in GRAPH.items():
         if name.startswith("scanbench.reports"):
             wrong = {t for t in targets if not t.startswith(allowed)}
@@ -151,7 +153,7 @@ def test_the_worker_does_not_know_the_notebook_api():
         if name not in reached:
             reached.add(name)
             todo.extend(GRAPH[name])
-    assert "scanbench.functions" not in reached
+    assert "scanbench.notebook" not in reached
 
 
 def test_every_package_folder_is_in_the_wheel():
@@ -204,3 +206,53 @@ def test_a_scenario_file_that_cannot_import_gets_one_line_and_the_fix(tmp_path, 
     (message,) = out.stderr.strip().splitlines()
     assert message.startswith("scanbench: error: ./old.py:1: ModuleNotFoundError")
     assert says in message
+
+
+def _folder(module: str) -> str:
+    """The top folder (on disk) of a dotted module name: the longest package-dir prefix."""
+    package = max(
+        (p for p in FOLDERS.values() if module == p or module.startswith(p + ".")), key=len
+    )
+    return next(folder for folder, name in FOLDERS.items() if name == package)
+
+
+def test_imports_that_cross_the_three_folders_are_absolute():
+    """A relative import that leaves its folder reads one way on disk and another installed:
+    across ``harness/``, ``reports/`` and ``scenarios/`` every import names ``scanbench``."""
+    wrong = []
+    for name, path in MODULES.items():
+        here = name if _is_package(name) else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
+                target = ".".join([*anchor, *([node.module] if node.module else [])])
+                if _folder(target) != _folder(name):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}")
+    assert not wrong, "use `from scanbench... import`: " + "; ".join(wrong)
+
+
+# file names that may repeat: the same kind of module in parallel packages
+PARALLEL = {"__init__.py", "problem.py", "library.py", "sharded.py"}
+
+
+def test_no_two_modules_share_a_file_name_unless_they_are_parallel():
+    names: dict[str, list[str]] = {}
+    for path in MODULES.values():
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    repeated = {n: sorted(ps) for n, ps in names.items() if len(ps) > 1 and n not in PARALLEL}
+    assert not repeated
+    for name in PARALLEL - {"__init__.py"}:  # parallel: only the scenario packages
+        assert all(p.startswith("scenarios/") for p in names.get(name, [])), names[name]
+
+
+def test_code_and_docs_name_modules_by_their_import_name():
+    """``scanbench.gate.serve``, never ``harness/gate/serve.py``: the name works installed."""
+    pattern = re.compile(r"(?<![\w./-])(?:harness|reports|scenarios)/[\w/]+\.py\b")
+    sources = [*MODULES.values(), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    wrong = [
+        f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+        for path in sources
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for match in pattern.finditer(line)
+    ]
+    assert not wrong, "name modules by import name: " + "; ".join(wrong[:20])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from scanbench.api import Record
 from scanbench.reports.markdown import render
 from scanbench.reports.model import build
-from scanbench.store import Run
+from scanbench.results import Run
 from scanbench.units import format_seconds
 
 

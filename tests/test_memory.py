@@ -187,7 +187,7 @@ def test_reports_show_memory_beside_time(allocates_records):
     from scanbench.reports.markdown import render as render_markdown
     from scanbench.reports.model import build
     from scanbench.reports.plots import memory_vs_size
-    from scanbench.store import Run
+    from scanbench.results import Run
 
     records = list(allocates_records.values())
     run = Run({}, {"throughput_units": {"allocates": "elements"}}, records)

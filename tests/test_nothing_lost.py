@@ -16,7 +16,7 @@ import pytest
 
 from scanbench.cli.main import main
 from scanbench.execution.journal import journal_path, read_journal
-from scanbench.store import load_run
+from scanbench.results import load_run
 
 ROOT = Path(__file__).parent.parent
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")

@@ -274,7 +274,7 @@ def test_reports_say_when_cells_ran_two_at_a_time(at_once):
     from scanbench.execution.worker import run_cell
     from scanbench.reports.markdown import render
     from scanbench.reports.model import build
-    from scanbench.store import Run
+    from scanbench.results import Run
     from tests.test_budget import BUDGET, _cell
 
     record = run_cell(_cell("quick"), BUDGET, probes=False)

@@ -71,7 +71,7 @@ def test_reports_label_parameters_and_plot_a_sweep(tmp_path):
             "--min-count", "3", "--max-time", "0.2", "--out", str(out), "--quiet",
             "--html", str(tmp_path / "sweep.html")]  # fmt: skip
     assert main(argv) == 0
-    from scanbench.store import load_run
+    from scanbench.results import load_run
 
     text = render(build([load_run(out)]))
     assert "scanned-blocked[block=250]" in text and "scanned-blocked[block=500]" in text

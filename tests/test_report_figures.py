@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scanbench.reports import html, plots
 from scanbench.reports.model import build
-from scanbench.store import Run, load_run
+from scanbench.results import Run, load_run
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 TDMA = ROOT / "tests" / "data" / "tdma.json"

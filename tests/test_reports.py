@@ -17,7 +17,7 @@ from scanbench.cli.main import main
 from scanbench.reports import html, markdown
 from scanbench.reports.model import build
 from scanbench.reports.tables import format_seconds
-from scanbench.store import Run, load_run
+from scanbench.results import Run, load_run
 
 DATA = Path(__file__).parent / "data"
 TDMA = DATA / "tdma.json"

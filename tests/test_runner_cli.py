@@ -12,7 +12,7 @@ import pytest
 from scanbench.cli.main import main
 from scanbench.execution.cells import Cell
 from scanbench.execution.launcher import measure_cell
-from scanbench.store import load_run
+from scanbench.results import load_run
 from scanbench.timing import TimingConfig
 
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")

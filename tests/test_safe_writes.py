@@ -11,7 +11,7 @@ import pytest
 
 from scanbench.api import Record, StoreError
 from scanbench.execution.journal import Journal, journal_path, read_journal
-from scanbench.store import write_text_atomic
+from scanbench.safe_files import write_text_atomic
 
 
 def test_a_new_file_gets_the_users_umask(tmp_path):

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from scanbench.api import Record, StoreError
-from scanbench.store import SCHEMA_VERSION, Run, load_run, write_json_atomic, write_run
+from scanbench.results import SCHEMA_VERSION, Run, load_run, write_run
+from scanbench.safe_files import write_json_atomic
 
 
 def make_run() -> Run:

@@ -97,8 +97,8 @@ def _rule(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     # git, JAX workers and SciPy: not for --help (start-up cost)
     from ..gate.interleave import project_root
-    from ..history.bisect import Bisect, Status, TimeSettings
-    from ..history.bisect import resolve as revision
+    from ..history.bisection import Bisect, Status, TimeSettings
+    from ..history.bisection import resolve as revision
 
     rule, settings = _rule(args)
     repository = project_root()
@@ -143,7 +143,7 @@ def _number(value) -> str:
 
 
 def _evidence(step) -> str:
-    from ..history.bisect import CountEvidence, Role  # SciPy: not at start-up
+    from ..history.bisection import CountEvidence, Role  # SciPy: not at start-up
 
     evidence = step.evidence
     if step.error:
@@ -183,7 +183,7 @@ def _evidence(step) -> str:
 
 
 def _step(step) -> str:
-    from ..history.bisect import Role  # SciPy: not at start-up
+    from ..history.bisection import Role  # SciPy: not at start-up
 
     name = step.role.upper() if step.role != Role.STEP else "step"
     many = "commit" if step.left == 1 else "commits"
@@ -196,7 +196,7 @@ def _conclusion(result, remote: str | None) -> str:
     # the gate's decisions and SciPy: not at start-up
     from ..gate.decide import Kind, Outcome, Verdict
     from ..gate.render import explanation
-    from ..history.bisect import Mode, Status
+    from ..history.bisection import Mode, Status
     from ..history.series import commit_url
 
     what = "commit where the counts change" if result.mode == Mode.COUNTS else "slower commit"

@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from ..store import write_text_atomic
+from ..safe_files import write_text_atomic
 from .gate import DEFAULT_GATES
 from .options import cell_options, params, positive, scenarios
 

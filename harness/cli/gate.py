@@ -5,13 +5,28 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..api import InputError
-from ..store import load_run, write_text_atomic
+from ..results import load_run
+from ..safe_files import write_text_atomic
 from .options import positive
 
 HELP = "regression gate: exact counts, same-run invariants, --against REV"
-DEFAULT_GATES = "gate/gates.toml"
+DEFAULT_GATES = "bench/gates.toml"
+LEGACY_GATES = "gate/gates.toml"  # the earlier default
+
+
+def gates_path(given: str) -> str:
+    """The gate file to read: ``given``; when that is the default and missing while a gate
+    file sits at the old default, a one-line error that names both (never a silent switch).
+    """
+    if given == DEFAULT_GATES and not Path(given).exists() and Path(LEGACY_GATES).exists():
+        raise InputError(
+            f"--gates: no {DEFAULT_GATES} here, but {LEGACY_GATES} exists (the earlier "
+            f"default): move it to {DEFAULT_GATES} or pass --gates {LEGACY_GATES}"
+        )
+    return given
 
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -56,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from ..gate.render import calibration_markdown, markdown
     from ..gate.rules import load_gates
 
-    gates = load_gates(args.gates)
+    gates = load_gates(gates_path(args.gates))
     if args.inject_slowdown != 1.0 and not args.aa:
         raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
     mode = (

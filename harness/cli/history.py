@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..history.archive import DEFAULT_DIRECTORY, Outcome, add
 from ..history.changes import MIN_FACTOR
-from ..history.store import DEFAULT_DIRECTORY, Outcome, add
 from .options import number
 
 HELP = "history across commits: add runs to it, write its dashboard"
@@ -92,10 +92,10 @@ def _add(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     # matplotlib: not for --help or `history add` (start-up cost)
-    from ..history import changes, dashboard, series, store, summary
-    from ..store import write_text_atomic
+    from ..history import archive, changes, dashboard, series, summary
+    from ..safe_files import write_text_atomic
 
-    history = store.load(args.history)
+    history = archive.load(args.history)
     for path, reason in history.skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
     timeline = series.timeline(history, args.branch)

@@ -17,7 +17,9 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..reports.listing import render  # pandas: loaded by the commands that print tables
+    from scanbench.reports.catalogue import (
+        render,  # pandas: loaded by the commands that print tables
+    )
 
     scenarios = [load(source) for source in catalogue().values()]
     if args.scenario_file:

@@ -1,4 +1,4 @@
-"""``scanbench list | run | profile | report | gate | compare | flags | history | bisect``:
+"""``scanbench list | run | profile | report | gate | ab | flags | history | bisect``:
 parse, call, write.
 
 Each command is a module of this package with its parser (``add_parser``) beside its
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from ..api import HarnessError
 from ..execution.interrupts import Interrupted
 from ..import_path import use_import_root
-from . import bisect, compare, flags, gate, history, listing, profile, report, run
+from . import ab, bisect, flags, gate, history, listing, profile, report, run
 from .options import Parser
 
 COMMANDS = {
@@ -31,11 +31,13 @@ COMMANDS = {
     "profile": profile,
     "report": report,
     "gate": gate,
-    "compare": compare,
+    "ab": ab,
     "flags": flags,
     "history": history,
     "bisect": bisect,
 }
+# commands renamed since an earlier release: the old name says the new one, exit 2
+RENAMED = {"compare": "ab"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,9 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in RENAMED:
+        new = RENAMED[words[0]]
+        print(
+            f"scanbench: error: 'scanbench {words[0]}' is now 'scanbench {new}' "
+            f"(see 'scanbench {new} --help')",
+            file=sys.stderr,
+        )
+        return 2
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
         return int(stop.code or 0)
     use_import_root()  # a scenario file imports the user's code as `python -m` would

@@ -28,9 +28,10 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     # the process machinery and the report's tables: not for --help
+    from scanbench.reports.traced_call import render
+
     from ..execution.cells import select
     from ..execution.launcher import profile_in_worker
-    from ..reports.profile import render
 
     if not scenarios(args):
         raise InputError("profile needs --scenario NAME (or a source) or --scenario-file PATH")

@@ -27,8 +27,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     # pandas and matplotlib: not for --help
-    from ..reports.comparable import load_runs
-    from ..reports.written import write_reports
+    from scanbench.reports.comparable import load_runs
+    from scanbench.reports.written import write_reports
 
     outputs = [os.path.realpath(p) for p in (args.md, args.html) if p]
     inputs = {os.path.realpath(p) for p in args.results}

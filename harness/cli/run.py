@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from ..api import InputError
+from ..results import Run, load_run
 from ..sharding.distributed import distributed_settings
-from ..store import Run, load_run
 from ..timing import TimingConfig
 from .options import cell_options, comma_list, number, params, positive, scenarios
 
@@ -224,7 +224,7 @@ def _resume(out: Path, force: bool) -> Run:
 def finish(measured: Run, out: Path, args: argparse.Namespace) -> int:
     """Write the reports of what was stored, print the markdown and where the results
     are; exit 1 when a cell failed."""
-    from ..reports.written import write_reports  # pandas and matplotlib: only at the end
+    from scanbench.reports.written import write_reports  # pandas and matplotlib: only at the end
 
     stored = load_run(out) if out.exists() else measured  # reports read what was stored
     markdown = write_reports([stored], (), args.md, args.html)

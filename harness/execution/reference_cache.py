@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..store import write_bytes_atomic
+from ..safe_files import write_bytes_atomic
 
 CACHE_ENV = "SCANBENCH_REFERENCE_CACHE"
 

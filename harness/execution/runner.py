@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..api import WARM, InputError, Record, StoreError
+from ..results import Run, ScenarioFacts, load_run, write_run
 from ..sources import file_source, imported_from, load
-from ..store import Run, ScenarioFacts, load_run, write_run
 from ..timing import TimingConfig
 from .cells import Cell, select
 from .interrupts import Interrupted, signals_raise

@@ -39,13 +39,13 @@ from ..probes.caches import evictor
 from ..probes.memory import tree_nbytes
 from ..probes.overheads import measure_all
 from ..probes.passes import count_cell, counts_per_call
+from ..safe_files import write_json_atomic
 from ..sharding.distributed import (
     COORDINATOR,
     cell_device_info,
     initialize_distributed,
 )
 from ..stages import COUNTING_STAGE, ESTIMATE_STAGE, SAMPLING_STAGE
-from ..store import write_json_atomic
 from ..timing import TimingConfig, repeat, time_call
 from ..units import format_seconds
 from ..xla_options import flags_in_effect
@@ -155,7 +155,7 @@ def measure(
 ) -> Record:
     """Prepare, check, time, then count one backend of a scenario at a size, in this
     process; any exception becomes a failed record (see `run_cell` for the options).
-    `scanbench.functions` measures a user's functions through it, as the cell worker does,
+    `scanbench.notebook` measures a user's functions through it, as the cell worker does,
     with ``configure_x64=False``: a user's process keeps its own ``jax_enable_x64``."""
     beacon = beacon or Beacon(None)
     started = time.perf_counter() if started is None else started

@@ -20,8 +20,8 @@ import tomli_w
 from ..api import InputError, Record, UnknownNameError
 from ..execution.cells import Cell, cell
 from ..execution.launcher import count_cells, measuring, run_cells
+from ..safe_files import write_text_atomic
 from ..sources import load, resolve
-from ..store import write_text_atomic
 from ..timing import TimingConfig
 from .decide import (
     Calibration,

@@ -33,7 +33,7 @@ class Outcome(enum.StrEnum):
 
 
 class Kind(enum.StrEnum):
-    COUNT = "count"  # gate/counts.toml: exact per-call counts
+    COUNT = "count"  # bench/counts.toml: exact per-call counts
     INVARIANT = "invariant"  # two backends of one run
     BASELINE = "baseline"  # this checkout against a revision (--against, --aa)
 

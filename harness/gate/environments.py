@@ -1,4 +1,4 @@
-"""The two sides of `scanbench compare`: an interpreter and extra environment variables.
+"""The two sides of `scanbench ab`: an interpreter and extra environment variables.
 
 A side is this interpreter (the default), an existing one (``--a-python PATH``: a venv's
 ``bin/python``), or a requirement set (``--a-requirements "jax==0.10.0"``) installed,

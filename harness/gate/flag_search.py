@@ -1,7 +1,7 @@
 """`scanbench flags`: which of XLA's options make a cell faster, measured.
 
 For each selected cell, each curated candidate of the platform (`CANDIDATES`) is an
-environment A/B (`scanbench.gate.compare.compare_cell`: interleaved randomized blocks, a
+environment A/B (`scanbench.gate.two_environments.compare_cell`: interleaved randomized blocks, a
 change confirmed in fresh processes, the counts of both sides): A runs with the flags the
 cell has now (``XLA_FLAGS`` of the environment, then those its backend declares), B with
 the candidate on top. Candidates the installed jaxlib refuses or would silently ignore
@@ -27,10 +27,10 @@ from ..api import HarnessError, UnknownNameError
 from ..execution.cells import Cell, scenario_of
 from ..sources import shortest
 from ..xla_options import flags_in_effect, merge, refusals, same_settings
-from .compare import FASTER, CellComparison, SideSpec, compare_cell, prepare_side
 from .environments import Environment
 from .render import number_text
 from .rules import BaselineRule, Settings
+from .two_environments import FASTER, CellComparison, SideSpec, compare_cell, prepare_side
 
 
 @dataclasses.dataclass(frozen=True)

@@ -107,7 +107,7 @@ def worker_cpus(pin: bool) -> list[int] | None:
 
 
 class ServedCell:
-    """A `harness/gate/serve.py` worker for one cell of one side (a context manager).
+    """A `scanbench.gate.serve` worker for one cell of one side (a context manager).
 
     The worker imports the side's tree first (`scanbench.import_path`); it reports where
     the scenario's modules came from, and a side that imported a module from ``others``

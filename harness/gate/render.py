@@ -1,5 +1,5 @@
 """The gate's text, written once from its structured verdicts: the gate's markdown
-section, the calibration table (``--aa``) and the environment A/B (``scanbench compare``)
+section, the calibration table (``--aa``) and the environment A/B (``scanbench ab``)
 as markdown and HTML. Nothing here decides anything (`scanbench.gate.decide` does)."""
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def number_text(value: Any) -> str:
 
 
 def comparison_frame(comparisons: Sequence[Any]):
-    """One row per cell of `scanbench.gate.compare.CellComparison` (pandas)."""
+    """One row per cell of `scanbench.gate.two_environments.CellComparison` (pandas)."""
     import pandas as pd
 
     rows = []
@@ -280,7 +280,7 @@ def _heading(
         f"interval, and the verdict (a change beyond {delta:.0%} must show twice, in fresh "
         "processes); counts per call from a counts-only worker on each side."
     )
-    return f"scanbench compare: {head}", described, legend
+    return f"scanbench ab: {head}", described, legend
 
 
 def comparison_markdown(

@@ -1,6 +1,6 @@
 """The gate file: declarative regression rules in TOML, parsed into frozen dataclasses.
 
-``gate/gates.toml`` (hand-written, reviewed like code)::
+``bench/gates.toml`` (hand-written, reviewed like code)::
 
     [settings]
     counts_file = "counts.toml"  # count expectations, written by `scanbench gate --update-counts`

@@ -4,7 +4,7 @@ Run by path with the *candidate's* copy of this file, against the code under ``R
 (the candidate checkout, or the baseline's git worktree), so that both sides are timed by
 the same loop and only the measured code differs::
 
-    python harness/gate/serve.py ROOT SPEC_JSON
+    python CANDIDATE_TREE/harness/gate/serve.py ROOT SPEC_JSON
 
 It imports the measured code from ROOT (`import_root`) and loads the scenario's source
 with ``scanbench.sources`` (only the public Scenario / Backend API, so older revisions

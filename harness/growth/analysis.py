@@ -9,7 +9,7 @@ scaled copy of a smaller one and is not fitted either; one measured on part of a
 axis is fitted, marked as scaled.
 
 The analysis is stored with the run (``invocation["growth"]["analysis"]``, `to_json`) and
-the reports render it; numbers only, text is the reports' (`scanbench.reports.growth`).
+the reports render it; numbers only, text is the reports' (`scanbench.reports.growth_section`).
 """
 
 from __future__ import annotations

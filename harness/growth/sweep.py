@@ -40,8 +40,8 @@ from ..execution.runner import (
     resumable,
 )
 from ..execution.runner import plan as plan_cells
+from ..results import Run, write_run
 from ..sources import catalogue, load, resolve
-from ..store import Run, write_run
 from ..timing import TimingConfig
 from .analysis import SweepAnalysis, analyse
 from .budget import Decision, decide, part_measured, reason, skipped_record

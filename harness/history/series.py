@@ -22,8 +22,8 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..api import InputError
+from .archive import History
 from .entry import CellPoint, Commit, Entry, Machine, Setup
-from .store import History
 
 SCP = re.compile(r"^(?:[\w.-]+@)?(?P<host>[\w.-]+):(?P<path>[^/].*)$")  # git@host:owner/repo
 

@@ -1,4 +1,4 @@
-"""`scanbench compare`: the same cells, the same code, two environments (another jax, other
+"""`scanbench ab`: the same cells, the same code, two environments (another jax, other
 XLA_FLAGS), measured with the gate's interleaved paired blocks.
 
 Per cell: the time ratio B / A (median over blocks of the per-block ratio of medians) with

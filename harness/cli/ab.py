@@ -1,4 +1,4 @@
-"""``scanbench compare``: the same cells and code in two environments (another jax, other
+"""``scanbench ab``: the same cells and code in two environments (another jax, other
 XLA flags), interleaved in randomized blocks as the gate measures, with their counts."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from ..store import write_text_atomic
+from ..safe_files import write_text_atomic
 from .gate import DEFAULT_GATES
 from .options import cell_options, params, positive, scenarios
 
@@ -16,7 +16,7 @@ HELP = "same cells, same code, two environments (another jax, other XLA_FLAGS)"
 
 def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        "compare",
+        "ab",
         help=HELP,
         description="Time the selected cells in two environments A and B, interleaved in "
         "randomized blocks (the gate's method), and compare their counts. Exit 1 when a cell "
@@ -59,10 +59,10 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     # the process machinery and SciPy: not for --help
     from ..execution.cells import select
-    from ..gate.compare import Change, SideSpec, compare_environments
     from ..gate.environments import parse_assignments
     from ..gate.render import comparison_html, comparison_markdown
     from ..gate.rules import Settings, load_gates
+    from ..gate.two_environments import Change, SideSpec, compare_environments
 
     cells = select(scenarios(args), args.backend, args.size, args.dtype, args.seed, params(args))
     # only the [settings] are read: without a gate file (the default's missing), defaults

@@ -3,9 +3,9 @@ dispatches by function, top kernels, loops, transfers, device-busy share and dia
 
 from __future__ import annotations
 
-from ..counts import Counts
-from ..diagnosis import Facts, diagnose
-from ..units import format_seconds
+from scanbench.counts import Counts
+from scanbench.diagnosis import Facts, diagnose
+from scanbench.units import format_seconds
 
 
 def render(counts: Counts, label: str, trace_dir: str, top: int = 10) -> str:

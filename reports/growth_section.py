@@ -21,9 +21,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from ..api import grown_parts
-from ..store import Run
-from ..units import format_seconds, number
+from scanbench.api import grown_parts
+from scanbench.results import Run
+from scanbench.units import format_seconds, number
+
 from .plots import MARKERS, Plot, _color, _log_axis
 
 VERDICT = {

@@ -12,13 +12,12 @@ import dataclasses
 import json
 import math
 import os
-import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .api import Record, StoreError
+from .safe_files import write_json_atomic
 
 SCHEMA_VERSION = 1
 
@@ -72,94 +71,6 @@ class Run:
             "invocation": dict(self.invocation),
             "records": [record.to_json() for record in self.records],
         }
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None (JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
-    """Write ``data`` as strict JSON (NaN and inf become null) via `write_text_atomic`."""
-    return write_text_atomic(path, json.dumps(_finite(data), indent=1, allow_nan=False) + "\n")
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "a special file"
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write text (UTF-8) to ``path`` as `write_bytes_atomic` does."""
-    return write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write bytes to ``path`` without ever leaving it half-written or replacing a
-    special file.
-
-    - a new path or a regular file: a temp file beside it, fsync, then rename into place
-      (a crash mid-write leaves the previous file untouched); a new file gets the
-      user's umask, a replaced one keeps its mode;
-    - a symlink: followed; its target is replaced the same way, the link kept;
-    - a character device (``/dev/null``) or a FIFO: written in place, never replaced;
-    - a directory, block device or socket: refused (`StoreError`, one line).
-    """
-    target = Path(os.path.realpath(path))  # follow symlinks: replace the target
-    try:
-        info = target.stat()
-    except FileNotFoundError:
-        info = None
-    except OSError as error:
-        raise StoreError(f"{path}: cannot write ({error.strerror})") from None
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        if stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
-            try:
-                with open(target, "wb") as handle:
-                    handle.write(data)
-            except OSError as error:
-                raise StoreError(f"{path}: cannot write ({error.strerror})") from None
-            return target
-        raise StoreError(f"refusing to write {path}: it is {_kind(info.st_mode)}")
-    mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as error:
-        raise StoreError(f"{path}: cannot write ({error.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException as error:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise StoreError(f"{path}: cannot write ({error.strerror})") from None
-        raise
-    return target
 
 
 def write_run(path: str | os.PathLike[str], run: Run) -> Path:

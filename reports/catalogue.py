@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..api import Scenario
+from scanbench.api import Scenario
 
 
 def render(scenarios: Sequence[Scenario]) -> str:

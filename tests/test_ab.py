@@ -1,4 +1,4 @@
-"""`scanbench compare`: the same cells and code in two environments (flags, jax versions)."""
+"""`scanbench ab`: the same cells and code in two environments (flags, jax versions)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 
 from scanbench.api import HarnessError, InputError
 from scanbench.cli.main import main
-from scanbench.gate.compare import FASTER, SAME, SLOWER, CellComparison, _by_kind
 from scanbench.gate.environments import (
     Environment,
     parse_assignments,
@@ -19,6 +18,7 @@ from scanbench.gate.environments import (
     venv_path,
 )
 from scanbench.gate.render import comparison_markdown
+from scanbench.gate.two_environments import FASTER, SAME, SLOWER, CellComparison, _by_kind
 
 CANDIDATE_ROOT = Path(__file__).resolve().parent.parent  # this checkout of scanbench
 
@@ -45,7 +45,7 @@ def test_an_xla_flag_with_a_known_effect_is_seen_in_time_and_counts(tmp_path, qu
     md = tmp_path / "compare.md"
     html = tmp_path / "compare.html"
     code = main(
-        ["compare", "--scenario", "tridiagonal", "--backend", "scanned-time-major",
+        ["ab", "--scenario", "tridiagonal", "--backend", "scanned-time-major",
          "--size", "smoke", "--b-env", NO_FUSION, "--gates", quick_gates,
          "--md", str(md), "--html", str(html)]
     )  # fmt: skip
@@ -60,7 +60,7 @@ def test_an_xla_flag_with_a_known_effect_is_seen_in_time_and_counts(tmp_path, qu
 
 def test_identical_sides_are_no_significant_change(quick_gates):
     code = main(
-        ["compare", "--scenario", "tridiagonal", "--backend", "numba-serial",
+        ["ab", "--scenario", "tridiagonal", "--backend", "numba-serial",
          "--size", "smoke", "--gates", quick_gates]
     )  # fmt: skip
     assert code == 0
@@ -76,7 +76,7 @@ def test_identical_sides_are_no_significant_change(quick_gates):
     ],
 )
 def test_bad_sides_are_refused_in_one_line(argv, message, capsys):
-    code = main(["compare", "--scenario", "tridiagonal", "--backend", "numba-serial", *argv])
+    code = main(["ab", "--scenario", "tridiagonal", "--backend", "numba-serial", *argv])
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
@@ -141,16 +141,25 @@ def test_two_jax_versions_on_a_tdma_and_an_mppi_cell(tmp_path, quick_gates):
     if not cached and not os.environ.get("SCANBENCH_BUILD_VENVS"):
         pytest.skip("the jax 0.10.0 venv is not cached; SCANBENCH_BUILD_VENVS=1 builds it (~3 min)")
     md = tmp_path / "versions.md"
-    argv = ["compare", "--scenario", "tridiagonal", "--backend", "scanned-time-major",
+    argv = ["ab", "--scenario", "tridiagonal", "--backend", "scanned-time-major",
             "--size", "smoke", "--gates", quick_gates, "--md", str(md)]  # fmt: skip
     for requirement in OLDER_JAX:
         argv += ["--b-requirements", requirement]
     assert main(argv) in (0, 1)
     text = md.read_text()
     assert "jax 0.10.0" in text and "tridiagonal/scanned-time-major/smoke" in text
-    argv = ["compare", "--scenario", "mppi_tuning", "--backend", "scanned", "--size", "smoke",
+    argv = ["ab", "--scenario", "mppi_tuning", "--backend", "scanned", "--size", "smoke",
             "--gates", quick_gates, "--md", str(md)]  # fmt: skip
     for requirement in OLDER_JAX:
         argv += ["--b-requirements", requirement]
     assert main(argv) in (0, 1)
     assert "mppi_tuning/scanned/smoke" in md.read_text()
+
+
+def test_the_old_command_name_says_the_new_one(capsys):
+    assert main(["compare", "--scenario", "tridiagonal"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        line
+        == "scanbench: error: 'scanbench compare' is now 'scanbench ab' (see 'scanbench ab --help')"
+    )

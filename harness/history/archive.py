@@ -25,15 +25,14 @@ import hashlib
 import json
 import os
 import re
-import stat
-import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..api import Record, StoreError
-from ..store import Run, load_run
+from ..results import Run, load_run
+from ..safe_files import not_regular, write_json_new
 from .entry import SHA, CellPoint, Commit, Entry, Machine, Setup
 
 DEFAULT_DIRECTORY = "results/history"
@@ -199,56 +198,6 @@ class Added:
     entry: Entry | None = None
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_new(path: Path, data: Any) -> bool:
-    """Write JSON to ``path`` only if nothing is there: a complete temporary file beside
-    it, linked to the name (`link(2)` refuses an existing name of any kind: file, link,
-    FIFO, device; where the file system has no hard links, renamed after a check). False
-    when the name was taken."""
-    text = json.dumps(data, allow_nan=False) + "\n"  # compact: entries are read, not edited
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        except OSError:  # a file system without hard links: check, then rename
-            if os.path.lexists(path):
-                return False
-            os.rename(tmp, path)
-        return True
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISLNK, "a symbolic link"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def not_regular(mode: int) -> str | None:
-    """Why a file of this mode is not read (``not a regular file (a FIFO)``), or None."""
-    if stat.S_ISREG(mode):
-        return None
-    kind = next((name for test, name in KINDS if test(mode)), "of an unknown kind")
-    return f"not a regular file ({kind})"
-
-
 def read_entry(path: str | os.PathLike[str]) -> Entry:
     """The entry stored at ``path``, read without following a symbolic link or waiting on
     a FIFO (``O_NOFOLLOW | O_NONBLOCK``, regular files only).
@@ -324,7 +273,7 @@ def add(
             continue
         target = root / entry.filename
         try:
-            written = write_new(target, entry.to_json())
+            written = write_json_new(target, entry.to_json())
         except OSError as error:
             done.append(Added(path, Outcome.SKIPPED, f"cannot write {target} ({error})"))
             continue

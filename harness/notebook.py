@@ -33,6 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scanbench.reports.frame import MIN_SAMPLES, NOT_JITTED, records_frame
+from scanbench.reports.growth_section import growth_sections
+from scanbench.reports.written import write_reports
+
 from .api import (
     Axis,
     Backend,
@@ -56,11 +60,8 @@ from .growth.points import Sweep
 from .growth.sweep import DEFAULT_BUDGET_S, DONE, GROWTH, Growth
 from .import_path import with_import_root
 from .probes.overheads import measure_all
-from .reports.frame import MIN_SAMPLES, NOT_JITTED, records_frame
-from .reports.growth import growth_sections
-from .reports.written import write_reports
+from .results import Run, ScenarioFacts
 from .sources import write_pickled
-from .store import Run, ScenarioFacts
 from .timing import TimingConfig
 
 if TYPE_CHECKING:  # pandas is imported by records_frame when a table is built
@@ -460,7 +461,7 @@ def compare(
         f"<in-memory: {name}>", scenario.throughput_unit, reference, scenario.description
     )
     invocation = {
-        "api": "scanbench.functions.compare",
+        "api": "scanbench.notebook.compare",
         "isolation": ISOLATION[isolate],
         "tolerance": tolerance.describe(),
         "timing": dataclasses.asdict(timing),
@@ -674,7 +675,7 @@ def compare_grown(
     facts = ScenarioFacts(sweep.source, scenario.throughput_unit, reference, scenario.description)
     growth = Growth((sweep,), budget_s, DONE, (analysis.to_json(),))
     invocation = {
-        "api": "scanbench.functions.compare",
+        "api": "scanbench.notebook.compare",
         "isolation": ISOLATION[isolate],
         "tolerance": tolerance.describe(),
         "timing": dataclasses.asdict(timing),
