@@ -53,7 +53,7 @@ EXIT_MEANINGS: dict[str, dict[int, str]] = {
         0: "no regression (inconclusive rules are shown)",
         1: "a rule failed (with `--strict`, also an inconclusive one)",
     },
-    "compare": {
+    "ab": {
         0: "no cell significantly slower on B",
         1: "a cell significantly slower on B",
     },
@@ -301,7 +301,16 @@ def exit_codes(page: Path) -> str:
         if 130 in codes:
             cells.append("**130**, **143**: interrupted, the finished cells saved")
         lines.append(f"| `{command}` | {'<br>'.join(cells)} |")
+    for old, new in _renamed().items():
+        lines.append(f"| `{old}` | **2**: renamed; says to use `scanbench {new}` |")
     return "\n".join(lines)
+
+
+def _renamed() -> dict[str, str]:
+    """Commands renamed since an earlier release (`scanbench.cli.main.RENAMED`), if any."""
+    from scanbench.cli import main
+
+    return dict(getattr(main, "RENAMED", {}))
 
 
 # ---------------------------------------------------------------- counts and factories
@@ -406,8 +415,10 @@ def _plain(text: str) -> str:
 
 def _first_sentence(text: str) -> str:
     paragraph = _plain(text.strip().split("\n\n")[0])
-    match = re.search(r"(?<!e\.g)(?<!i\.e)\.(\s|$)", paragraph)
-    return paragraph[: match.start()] if match else paragraph
+    match = re.search(r"(?<!e\.g)(?<!i\.e)([.?])(\s|$)", paragraph)
+    if match is None:
+        return paragraph
+    return paragraph[: match.start() + (match[1] == "?")]  # a question keeps its mark
 
 
 def describe(path: Path) -> str:
@@ -451,12 +462,25 @@ def _line(name: str, depth: int, what: str) -> str:
     column = 30
     room = WIDTH - max(column, len(left) + 2)
     if len(what) > room:
-        clause = max(what.rfind(mark, 0, room) for mark in (": ", "; ", ", ", " ("))
-        if clause >= room // 2:  # a whole clause reads better than a cut word
-            what = what[:clause]
-        else:
-            what = what[: room - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+        what = _shortened(what, room)
     return f"{left.ljust(column - 2)}  {what}".rstrip()
+
+
+def _shortened(what: str, room: int) -> str:
+    """``what`` in at most ``room`` characters: cut after a whole clause (at ": " or "; ",
+    else ", ", outside parentheses) when that keeps at least half, else at a word, "…"."""
+    for marks in ((": ", "; "), (", ",)):
+        cuts = [
+            i
+            for mark in marks
+            for i in range(len(what))
+            if what.startswith(mark, i)
+            and room // 2 <= i <= room
+            and what[:i].count("(") == what[:i].count(")")
+        ]
+        if cuts:
+            return what[: max(cuts)]
+    return what[: room - 1].rsplit(" ", 1)[0].rstrip(",;:(") + "…"
 
 
 def layout(page: Path) -> str:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+# the checkout: the folder of pyproject.toml (wherever under tests/ this file lives)
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS))
 
@@ -68,6 +69,14 @@ def _names(cell: str) -> set[str]:
 
 def _first_column(page: Path, heading: str) -> set[str]:
     return set().union(*(_names(row[0]) for row in _rows(_section(page, heading))))
+
+
+def _same(documented: set[str], code: set[str], where: str) -> None:
+    """The names a page's table gives are exactly the code's, else a message saying which."""
+    lacks, extra = sorted(code - documented), sorted(documented - code)
+    assert not lacks and not extra, (
+        f"{where}: the page lacks {lacks} and names {extra}, which the code does not have"
+    )
 
 
 # ---------------------------------------------------------------- generated blocks
@@ -154,31 +163,34 @@ def _committed() -> dict:
 
 def test_the_records_table_names_every_field_of_a_record():
     documented = _first_column(DOCS / "results-format.md", "`records`")
-    assert documented == {field.name for field in dataclasses.fields(scanbench.Record)}
+    fields = {field.name for field in dataclasses.fields(scanbench.Record)}
+    _same(documented, fields, "docs/results-format.md, `records` (scanbench.Record)")
 
 
 def test_the_record_stats_and_timing_settings_are_named_in_full():
     page = DOCS / "results-format.md"
     stats = next(row for row in _rows(_section(page, "`records`")) if row[0] == "`stats`")
     stored = set(_committed()["records"][0]["stats"])
-    assert _names(stats[1]) == stored
+    _same(_names(stats[1]), stored, "docs/results-format.md, `stats` (a stored record)")
     timing = next(row for row in _rows(_section(page, "`invocation`")) if row[0] == "`timing`")
     fields = {field.name for field in dataclasses.fields(scanbench.TimingConfig)}
-    assert _names(timing[1]) == fields
+    _same(_names(timing[1]), fields, "docs/results-format.md, `timing` (scanbench.TimingConfig)")
 
 
 def test_the_environment_and_invocation_tables_name_every_key_a_run_stores():
     page = DOCS / "results-format.md"
     run = _committed()
-    assert _first_column(page, "`environment`") == set(run["environment"])
+    _same(_first_column(page, "`environment`"), set(run["environment"]), "`environment`")
     documented = _first_column(page, "`invocation`")
-    only_grown = {"growth"}  # written by a run with --grow only
-    assert documented - only_grown == set(run["invocation"])
+    # written only by a run with --grow, and by a resume forced over a changed environment
+    occasional = {"growth", "resumed_with_differences"}
+    _same(documented - occasional, set(run["invocation"]), "`invocation`")
 
 
 def test_the_counts_table_names_every_section_a_record_may_hold():
     counts = importlib.import_module(scanbench.Counts.__module__)
-    assert _first_column(DOCS / "results-format.md", "`counts`") == set(counts.SECTIONS)
+    documented = _first_column(DOCS / "results-format.md", "`counts`")
+    _same(documented, set(counts.SECTIONS), "docs/results-format.md, `counts` (SECTIONS)")
 
 
 # ---------------------------------------------------------------- the gate file
@@ -190,7 +202,7 @@ def test_the_settings_table_names_every_setting_with_its_default():
     rows = _rows(_section(DOCS / "gate.md", "`[settings]`"))
     documented = {next(iter(_names(row[0]))): row[1].strip("`") for row in rows}
     fields = {field.name: field.default for field in dataclasses.fields(Settings)}
-    assert set(documented) == set(fields)
+    _same(set(documented), set(fields), "docs/gate.md, `[settings]`")
     for key, default in fields.items():
         shown = tomllib.loads(f"value = {documented[key]}")["value"]
         expected = list(default) if isinstance(default, tuple) else default
@@ -205,7 +217,8 @@ def test_the_rule_tables_name_every_key_the_gate_file_accepts(table, tmp_path):
     gate.write_text(f'[[{table}]]\nno_such_key = 1\nscenario = "x"\n', encoding="utf-8")
     with pytest.raises(scanbench.UnknownNameError) as refused:
         load_gates(gate)
-    assert _first_column(DOCS / "gate.md", f"`[[{table}]]`") == set(refused.value.choices)
+    documented = _first_column(DOCS / "gate.md", f"`[[{table}]]`")
+    _same(documented, set(refused.value.choices), f"docs/gate.md, `[[{table}]]`")
 
 
 # ---------------------------------------------------------------- names, paths, pages
@@ -275,3 +288,120 @@ def test_the_overview_names_every_command():
     text = (DOCS / "index.md").read_text(encoding="utf-8")
     missing = [name for name in tables._subcommands() if f"`{name}`" not in text]
     assert not missing, f"docs/index.md does not name the commands {missing}"
+
+
+# ---------------------------------------------------------------- the glossary
+
+GLOSSARY = DOCS / "glossary.md"
+# the terms a new reader trips over, as the pages print them: the first page (in reading
+# order: the README, then the site's navigation) that shows one must link its entry
+FIRST_USE = {
+    "cell": r"\bcells?\b",
+    "backend": r"\bbackends?\b",
+    "strategy": r"\bstrateg(?:y|ies)\b",
+    "gpu-launch-equivalent": r"GPU launch equiv",
+    "x-bw-bound": r"x BW bound",
+    "level": r"\((?:L2|L3|DRAM)[,)]",
+    "xla": r"\+xla\b",
+    "devices": r"\(\d+ devices\)",
+    "disturbed": r"\bdisturbed\b",
+    "served-worker": r"\bserved workers?\b",
+    "x-fastest": r"\bx fastest\b",
+    "x-roofline": r"\bx roofline\b",
+    "memory-x-min": r"memory \(x min\)",
+    "scaled": r"≈",
+    "unchecked": r"\bunchecked\b",
+    "quiet-stage": r"\bquiet stages?\b",
+    "labelled-estimate": r"\blabelled estimates?\b",
+    "host-conversions": r"\bhost conversions?\b",
+    "invariant": r"\binvariants?\b",
+    "interleaved-blocks": r"\binterleaved\b",
+    "crossover": r"\bcrossovers?\b",
+    "change-point": r"\bchange points?\b",
+}
+
+
+def _reading_order() -> list[Path]:
+    return [ROOT / "README.md", *(p for p in tables._nav_pages() if p != GLOSSARY)]
+
+
+def _seen(text: str) -> str:
+    """What a reader of the page sees as words: prose and generated tables, without code."""
+    text = _prose_keeping_blocks(text)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def _prose_keeping_blocks(text: str) -> str:
+    text = blocks.FENCE.sub("", text)
+    return re.sub(r"<!--.*?-->", "", text, flags=re.S)
+
+
+def test_every_glossary_entry_has_an_anchor_and_the_terms_checked_exist():
+    text = GLOSSARY.read_text(encoding="utf-8")
+    anchors = re.findall(r'<a id="([^"]+)"></a>', text)
+    assert len(anchors) == len(set(anchors)), "an anchor of the glossary is repeated"
+    assert set(FIRST_USE) <= set(anchors)
+
+
+@pytest.mark.parametrize("anchor", sorted(FIRST_USE))
+def test_a_glossary_term_is_linked_where_a_reader_first_meets_it(anchor):
+    pattern = re.compile(FIRST_USE[anchor])
+    for page in _reading_order():
+        text = page.read_text(encoding="utf-8")
+        if pattern.search(_seen(text)):
+            link = f"{tables._relative(GLOSSARY, page)}#{anchor}"
+            assert f"]({link})" in text, f"{page.relative_to(ROOT)} first shows it: link {link}"
+            return
+    pytest.fail(f"no page shows the term of glossary.md#{anchor}")
+
+
+def test_the_glossary_names_every_column_and_mark_the_reports_print():
+    from scanbench.reports import frame
+    from scanbench.reports import tables as report_tables
+
+    terms = {
+        re.sub(r"\s+", " ", term)
+        for term in re.findall(r"\*\*([^*]+)\*\*", GLOSSARY.read_text(encoding="utf-8"))
+    }
+    printed = set()
+    for results in sorted((DOCS / "results").glob("*.json")):
+        report = figures.report(results)
+        printed |= set(report.glance.columns)
+        for table in report.tables:
+            for shown in (table.timing, table.counts, table.memory):
+                printed |= set(shown.columns) if shown is not None else set()
+    printed = {
+        "speedup vs B" if name.startswith("speedup vs ") and "baseline" not in name else name
+        for name in printed
+    }
+    printed = {name for name in printed if not name.endswith("/s") or name == "GB/s"}
+    printed -= {"backend", "strategy", "table", "note"}  # the table's own words
+    marks = {frame.XLA_MARK, report_tables.DISTURBED_MARK, report_tables.UNCHECKED_MARK}
+    printed |= {mark.strip() for mark in marks}
+    missing = sorted(printed - terms - {"speedup vs sequential baseline"})
+    assert not missing, f"docs/glossary.md has no entry for {missing}"
+
+
+# ---------------------------------------------------------------- claims about the figures
+
+
+def _rows_of(results: Path, scenario: str, size: str):
+    table = figures._table(results, scenario, size)
+    return table.ok.set_index("backend")
+
+
+def test_what_the_pages_say_of_the_two_python_loops_holds_in_the_committed_runs():
+    """README.md and docs/scenarios.md explain the smoke table's two Python loops in words;
+    the words must stay true of the committed results they sit beside."""
+    smoke = _rows_of(SMOKE, "tridiagonal", "smoke")
+    queued, synced = smoke.loc["sequential-jax"], smoke.loc["sequential-jax-sync"]
+    assert synced["median_s"] < queued["median_s"]  # "faster here"
+    assert synced["dispatches"] == queued["dispatches"]  # "the same dispatches"
+    assert queued["host_pct"] > synced["host_pct"]  # "host time that no count names"
+    scanned = smoke[smoke["strategy"] == "scanned"]
+    assert (scanned["dispatches"] == 1).all()  # "each scanned backend makes one per call"
+    assert queued["dispatches"] > 100  # "one dispatch per column step"
+    default = _rows_of(DOCS / "results" / "default.json", "tridiagonal", "default")
+    assert (
+        default.loc["sequential-jax", "median_s"] < default.loc["sequential-jax-sync", "median_s"]
+    )

@@ -12,7 +12,8 @@ from scanbench.reports import html, plots
 from scanbench.reports.model import build
 from scanbench.results import Run, load_run
 
-TDMA = Path(__file__).parent / "data" / "tdma.json"
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+TDMA = ROOT / "tests" / "data" / "tdma.json"
 
 
 def _one_size(run: Run, size: str = "smoke", baseline: bool = True) -> Run:
