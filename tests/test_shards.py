@@ -316,6 +316,7 @@ def test_the_time_limit_comes_from_the_expected_costs():
         (["--run-id", "x"], "--run-id applies to --shard or --executor"),
         (["--shard", "3/2"], "--shard must be K/N"),
         (["--executor", "slurm", "--shards", "2"], "--executor slurm: SLURM's sbatch"),
+        (["--resume", "x.json", "--shard", "1/2"], "--resume continues a run"),
     ],
 )
 def test_run_refuses_options_that_do_not_go_together(argv, message, tmp_path, capsys):

@@ -103,6 +103,11 @@ def check(args: argparse.Namespace) -> None:
     if given and not args.executor:
         raise InputError(f"{given[0]} applies to --executor local|slurm")
     spread = args.shard or args.executor
+    if args.resume and (spread or given):
+        raise InputError(
+            "--resume continues a run (a shard, or submitted jobs) with its stored settings; "
+            "drop --shard/--executor and their options"
+        )
     for name in ("run_id", "shard_costs"):
         if getattr(args, name) and not spread:
             raise InputError(f"--{name.replace('_', '-')} applies to --shard or --executor")
