@@ -16,7 +16,7 @@ import argparse
 import subprocess
 
 from ..api import InputError
-from ..execution.cells import cell
+from ..cells import cell
 from ..gate.rules import BaselineRule, Settings, load_gates
 from ..sources import resolve
 from .options import number, positive
