@@ -22,7 +22,10 @@ Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 - ``decomposition scenario=S size=Z``: the report's plot of where each backend's time
   goes (an SVG);
 - ``glance``: the report's "At a glance" table;
-- ``run-time``: where the run's time went (stages summed over the cells).
+- ``run-time``: where the run's time went (stages summed over the cells);
+- ``shards``: a gathered run's shards: their machines, cells, expected and measured
+  seconds, and the balance;
+- ``at-scale``: the at-scale estimate measured by ``docs/at_scale.py`` (its own JSON).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import argparse
 import functools
 import hashlib
 import io
+import json
 import os
 import re
 import sys
@@ -184,8 +188,85 @@ class StaleImage(Exception):
     """A committed SVG is not what the code and the committed results draw now."""
 
 
+def shards_table(run: Run) -> str:
+    """Per shard of a gathered run: host, cells, seconds expected and measured; then the
+    balance (longest shard over the mean), expected and measured."""
+    from scanbench.execution.shards import balance
+
+    gathered = run.invocation.gathered
+    if gathered is None:
+        raise KeyError("the run was not gathered from shards (no invocation.gathered)")
+    lines = [
+        "| shard | host | cells | expected | measured |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for shard in gathered.shards:
+        lines.append(
+            f"| {shard.index}/{gathered.count} | {shard.hostname} | {shard.cells} "
+            f"| {shard.expected_s:.1f} s | {shard.measured_s:.1f} s |"
+        )
+    expected = balance([[shard.expected_s] for shard in gathered.shards])
+    measured = balance([[shard.measured_s] for shard in gathered.shards])
+    lines.append(f"| balance (longest / mean) | | | {expected[2]:.2f} | {measured[2]:.2f} |")
+    return "\n".join(lines) + f"\n\nSplit by {gathered.unit}; costs from {gathered.costs}."
+
+
+def _bytes(value: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def _at_scale_rows(data: dict) -> list[tuple[str, str]]:
+    table, cell = data["split"]["table"], data["split"]["cell"]
+    nodes = data["nodes"]
+    wall = table["longest_s"] + data["environment_s"] + data["gather_s"]
+    return [
+        ("cells (the run's, copied under new seeds)",
+         f"{data['cells']} from {data['measured_cells']}"),
+        ("their tables (kept whole by `--shard-by table`)", f"{data['tables']}"),
+        ("sum of the cells' measured seconds (one machine)",
+         f"{data['cell_seconds_total']:.0f} s"),
+        ("the longest cell", f"{data['cell_seconds_max']:.0f} s"),
+        (f"longest of {nodes} nodes, split by table (balance)",
+         f"{table['longest_s']:.0f} s ({table['balance']:.2f})"),
+        (f"longest of {nodes} nodes, split by cell (balance)",
+         f"{cell['longest_s']:.0f} s ({cell['balance']:.2f})"),
+        ("a node's fixed cost: collecting its environment", f"{data['environment_s']:.1f} s"),
+        (f"gather of the {nodes} shard files", f"{data['gather_s']:.2f} s"),
+        ("wall time: longest node + fixed cost + gather", f"{wall:.0f} s + queue wait"),
+        (f"merged results file ({data['samples']} samples)", _bytes(data["merged_bytes"])),
+        ("loading it", f"{data['load_s']:.2f} s"),
+        ("its markdown report", f"{data['report_s']:.1f} s"),
+        ("`history add` of it", f"{data['history_add_s']:.2f} s"),
+        ("its history entry", _bytes(data["entry_bytes"])),
+        (f"reading a history of {data['history_entries']} such entries",
+         f"{data['history_read_s']:.1f} s"),
+    ]  # fmt: skip
+
+
+def at_scale(path: Path) -> str:
+    """The at-scale estimates (``docs/at_scale.py``'s JSON): a column per results file
+    the cells were drawn from, with where and when it was measured."""
+    estimates = json.loads(path.read_text(encoding="utf-8"))["estimates"]
+    columns = [dict(_at_scale_rows(data)) for data in estimates]
+    names = [f"from `{data['results']}`" for data in estimates]
+    lines = ["| quantity | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for what in columns[0]:
+        lines.append(f"| {what} | " + " | ".join(column[what] for column in columns) + " |")
+    env, when = estimates[0]["environment"], estimates[0]["measured_at"]
+    return "\n".join(lines) + (
+        f"\n\n*By `docs/at_scale.py` on {env.get('cpu_model', '?')} "
+        f"({env.get('cpu_count', '?')} cores), jax {(env.get('versions') or {}).get('jax')}, "
+        f"{when}; the queue wait is the cluster's, not measured here.*"
+    )
+
+
 def render(name: str, path: Path, options: dict[str, str]) -> str:
-    """The table figure ``name`` of the results file at ``path``, with its provenance."""
+    """The figure ``name`` of the results file at ``path``, with its provenance."""
+    if name == "at-scale":
+        return at_scale(path)
     run = load_run(path)
     if name == "calibration":
         body = calibration(run)
@@ -204,6 +285,8 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
         body = _markdown(report(path).glance)
     elif name == "run-time":
         body = _markdown(report(path).run_time)
+    elif name == "shards":
+        body = shards_table(run)
     else:
         raise KeyError(f"no figure {name!r}; see docs/figures.py")
     return f"{body}\n\n{provenance(run, path)}"

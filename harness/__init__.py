@@ -41,7 +41,7 @@ _LAZY = {
     "jax_backend": ".factories",
     "loop_backend": ".factories",
     "parametric": ".factories",
-    "TimingConfig": ".timing",
+    "TimingConfig": ".sampling",
     "compare": ".notebook",
     "profile": ".notebook",
     "report": ".notebook",
@@ -110,5 +110,5 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         parametric,
     )
     from .notebook import Profile, compare, profile, report
+    from .sampling import TimingConfig
     from .sharding import placement
-    from .timing import TimingConfig

@@ -36,3 +36,7 @@ class MismatchError(HarnessError):
 
 class StoreError(HarnessError):
     """A results file that cannot be read: missing, malformed, or of another schema."""
+
+
+class SchemaVersionError(StoreError):
+    """A scanbench results file of another schema version (reports show it apart)."""

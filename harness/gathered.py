@@ -27,7 +27,6 @@ from .results import Run
 
 SHARD = "shard"  # Record.extra key: the shard (from 1) that measured the record
 SHARDS = "shards"  # environment key: [{"index": K, "environment": {...}}, ...]
-GATHERED = "gathered"  # invocation key: the gathered run's shards (see gathering)
 KIND_FIELDS = ("cpu_model", "cpu_count", "platform", "device_kind", "device_count")
 
 

@@ -46,29 +46,31 @@ from .api import (
     Size,
     Strategy,
 )
+from .cells import Cell
 from .checks import leaf_path
 from .diagnosis import diagnose, facts_of
 from .donation import Donated, check_declared
 from .environment import collect
-from .execution.cells import Cell
 from .execution.launcher import decomposed, run_cell_in_worker, with_stats
 from .execution.worker import Target, measure
 from .factories import loop_backend
 from .growth.analysis import SweepAnalysis
+from .growth.budget import DEFAULT_BUDGET_S
 from .growth.in_process import sweep_functions
 from .growth.points import Sweep
-from .growth.sweep import DEFAULT_BUDGET_S, DONE, GROWTH, Growth
 from .import_path import with_import_root
+from .invocation import Growth, Invocation, NotebookCall, ScenarioFacts, Stage
 from .probes.overheads import measure_all
 from .probes.rates import measure_rates
-from .results import Run, ScenarioFacts
+from .results import Run
+from .sampling import TimingConfig
 from .sources import pickle_directory, write_pickled
-from .timing import TimingConfig
 
 if TYPE_CHECKING:  # pandas is imported by records_frame when a table is built
     import pandas
 
 NAME = "functions"
+API = "scanbench.notebook.compare"  # the stored invocation's origin
 ISOLATION = {
     False: "in-process: no worker isolation (one function's caches and threads can affect "
     "the next)",
@@ -460,7 +462,7 @@ def compare(
         rtol: the relative tolerance of the output check (see `Tolerance`).
         atol: the absolute tolerance of the output check.
         work: units of work per call for the throughput column (default ``calls: 1``).
-        timing: the sampling settings (`scanbench.timing.TimingConfig`; default: the CLI's).
+        timing: the sampling settings (`scanbench.sampling.TimingConfig`; default: the CLI's).
         probes: count dispatches, kernels, transfers and memory, and decompose the time.
         isolate: each function in a fresh worker process (needs picklable functions).
         setup: run before every call, untimed (a callable for every function, or
@@ -524,13 +526,8 @@ def compare(
     facts = ScenarioFacts(
         f"<in-memory: {name}>", scenario.throughput_unit, reference, scenario.description
     )
-    invocation = {
-        "api": "scanbench.notebook.compare",
-        "isolation": ISOLATION[isolate],
-        "tolerance": tolerance.describe(),
-        "timing": dataclasses.asdict(timing),
-        "scenarios": {name: facts.to_json()},
-    }
+    call = NotebookCall(API, ISOLATION[isolate], tolerance.describe(), timing)
+    invocation = Invocation({name: facts}, origin=call)
     run = Run(environment, invocation, tuple(records))
     frame = records_frame([run]).set_index("backend")
     frame.index.name = "function"
@@ -737,15 +734,9 @@ def compare_grown(
         )
     tolerance = options.get("tolerance") or Tolerance()
     facts = ScenarioFacts(sweep.source, scenario.throughput_unit, reference, scenario.description)
-    growth = Growth((sweep,), budget_s, DONE, (analysis.to_json(),))
-    invocation = {
-        "api": "scanbench.notebook.compare",
-        "isolation": ISOLATION[isolate],
-        "tolerance": tolerance.describe(),
-        "timing": dataclasses.asdict(timing),
-        "scenarios": {scenario.name: facts.to_json()},
-        GROWTH: growth.to_json(),
-    }
+    growth = Growth((sweep,), budget_s, Stage.DONE, (analysis.to_json(),))
+    call = NotebookCall(API, ISOLATION[isolate], tolerance.describe(), timing)
+    invocation = Invocation({scenario.name: facts}, growth=growth, origin=call)
     run = Run(environment, invocation, tuple(records))
     (section,) = growth_sections([run])
     table = fits_frame(analysis)

@@ -2,8 +2,11 @@
 
 Layout::
 
-    {"schema_version": 1, "environment": {...}, "invocation": {...},
+    {"schema_version": 1, "environment": {...}, "invocation": Invocation.to_json(),
      "records": [Record.to_json(), ...]}
+
+The invocation (how the run was asked for) is read and written by
+`scanbench.invocation`, the records by `scanbench.api.Record`.
 """
 
 from __future__ import annotations
@@ -18,29 +21,11 @@ from typing import Any
 
 from .api import Record, StoreError
 from .credentials import redact
+from .errors import SchemaVersionError
+from .invocation import Invocation, ScenarioFacts
 from .safe_files import write_json_atomic
 
 SCHEMA_VERSION = 1
-
-
-class SchemaVersionError(StoreError):
-    """A scanbench results file of another schema version (reports show it apart)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ScenarioFacts:
-    """What reports need to know of a scenario, stored with the run (``invocation.
-    scenarios``) so that no report ever loads a scenario."""
-
-    source: str
-    throughput_unit: str | None
-    baseline: str | None  # the backend speedups are reported against
-    description: str = ""
-    # where each top-level module the scenario imports came from (scanbench.sources)
-    imports: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,28 +33,19 @@ class Run:
     """One stored run: environment metadata, how it was invoked, one record per cell."""
 
     environment: Mapping[str, Any]
-    invocation: Mapping[str, Any]
+    invocation: Invocation
     records: tuple[Record, ...]
 
     @property
-    def scenarios(self) -> dict[str, ScenarioFacts]:
-        """Per scenario name, its stored facts (runs stored before these were named keep
-        the throughput unit and baseline under ``throughput_units`` and ``baselines``)."""
-        stored = self.invocation.get("scenarios")
-        if stored is not None:
-            return {name: ScenarioFacts(**facts) for name, facts in stored.items()}
-        units = self.invocation.get("throughput_units") or {}
-        baselines = self.invocation.get("baselines") or {}
-        return {
-            name: ScenarioFacts("", units.get(name), baselines.get(name))
-            for name in {*units, *baselines}
-        }
+    def scenarios(self) -> Mapping[str, ScenarioFacts]:
+        """Per scenario name, its stored facts."""
+        return self.invocation.scenarios
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "environment": dict(self.environment),
-            "invocation": dict(self.invocation),
+            "invocation": self.invocation.to_json(),
             "records": [record.to_json() for record in self.records],
         }
 
@@ -162,7 +138,8 @@ def _count_or_none(value: Any) -> bool:
     return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
 
 
-# top-level field -> key -> (check, what it must be); keys absent are fine
+# top-level field -> key -> (check, what it must be); keys absent are fine (the invocation
+# is checked as it is read: scanbench.invocation)
 RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
     "environment": {
         **{
@@ -222,27 +199,12 @@ RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
             "a list of objects with an index and an environment",
         ),
     },
-    "invocation": {
-        "throughput_units": (_mapping_of(lambda v: isinstance(v, str)), "an object of strings"),
-        "baselines": (_mapping_of(_string_or_none), "an object of strings or nulls"),
-        "scenarios": (
-            _mapping_of(
-                lambda v: (
-                    isinstance(v, dict)
-                    and set(v) <= {f.name for f in dataclasses.fields(ScenarioFacts)}
-                    and isinstance(v.get("source"), str)
-                    and all(_string_or_none(v.get(k)) for k in ("throughput_unit", "baseline"))
-                )
-            ),
-            "an object of scenario facts (source, throughput_unit, baseline, description, imports)",
-        ),
-    },
 }
 
 
 def validate_run_fields(data: Mapping[str, Any]) -> None:
-    """Raise StoreError naming the first environment or invocation field of a results
-    file with a wrong type or range."""
+    """Raise StoreError naming the first environment field of a results file with a
+    wrong type or range."""
     for section, fields in RUN_FIELDS.items():
         for key, (check, what) in fields.items():
             if key in data[section] and not check(data[section][key]):
@@ -280,6 +242,9 @@ def load_run(path: str | os.PathLike[str]) -> Run:
             raise StoreError(f"{source}: field {key!r} missing or not a {kind.__name__}")
     try:
         validate_run_fields(data)
+        invocation = Invocation.from_json(data["invocation"])
+    except SchemaVersionError as error:
+        raise SchemaVersionError(f"{source}: {error}") from None
     except StoreError as error:
         raise StoreError(f"{source}: {error}") from None
     records = []
@@ -291,4 +256,4 @@ def load_run(path: str | os.PathLike[str]) -> Run:
             records.append(Record.from_json(raw))
         except (StoreError, TypeError, ValueError) as error:
             raise StoreError(f"{source}: record {index}: {error}") from None
-    return Run(data["environment"], data["invocation"], tuple(records))
+    return Run(data["environment"], invocation, tuple(records))

@@ -3,7 +3,8 @@ section (`GrowthSection`: the fitted costs table, the crossover and trend senten
 points skipped, the sentence about the user's own size) and its log-log plot.
 
 A grown run (``scanbench run --grow``, ``compare(..., grow=...)``) stores its analysis in
-``invocation["growth"]["analysis"]`` (`scanbench.growth.analysis.SweepAnalysis.to_json`:
+its invocation (`scanbench.invocation.Growth.analysis`, each item
+`scanbench.growth.analysis.SweepAnalysis.to_json`:
 per sweep its lines with points, fit, count lines and priced overheads, its crossovers
 with their confirmations, its trends and the user's own size). This module reads that and
 nothing else: a report never fits again; text is made here, from the stored numbers.
@@ -323,10 +324,12 @@ def growth_sections(runs: Sequence[Run]) -> list[GrowthSection]:
     """Every stored sweep analysis of ``runs``; a malformed one becomes a note."""
     sections = []
     for index, run in enumerate(runs):
-        growth = run.invocation.get("growth") or {}
-        if growth.get("error"):
-            sections.append(_unreadable(index, growth["error"]))
-        for analysis in growth.get("analysis") or []:
+        growth = run.invocation.growth
+        if growth is None:
+            continue
+        if growth.error:
+            sections.append(_unreadable(index, growth.error))
+        for analysis in growth.analysis:
             try:
                 sections.append(_section(index, analysis, len(runs) > 1))
             except (KeyError, TypeError, ValueError, IndexError) as error:

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from scanbench.gathered import GATHERED, shard_environments
+from scanbench.gathered import shard_environments
 from scanbench.results import Run
 from scanbench.units import format_duration, format_seconds, number
 
@@ -350,24 +350,23 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
     gathered from shards: one per shard)."""
     lines = []
     for index, run in enumerate(runs):
-        gathered = run.invocation.get(GATHERED) or {}
-        if gathered:  # a line per shard's machine (scanbench.gathered)
-            lines.append(
-                f"run {index}: gathered from {gathered.get('count')} shards of run "
-                f"{gathered.get('run_id')} (split by {gathered.get('unit')})"
-            )
-        else:
+        gathered = run.invocation.gathered
+        if gathered is None:
             lines.append(_environment_line(f"run {index}", run.environment))
-        environments = shard_environments(run)
-        for shard in gathered.get("shards") or []:
-            env = environments.get(shard.get("index"), {})
+        else:  # a line per shard's machine (scanbench.gathered)
             lines.append(
-                _environment_line(
-                    f"run {index}, shard {shard.get('index')}/{gathered.get('count')} "
-                    f"({shard.get('cells')} cells, {shard.get('file')})",
-                    env,
-                )
+                f"run {index}: gathered from {gathered.count} shards of run "
+                f"{gathered.run_id} (split by {gathered.unit})"
             )
+            environments = shard_environments(run)
+            for shard in gathered.shards:
+                lines.append(
+                    _environment_line(
+                        f"run {index}, shard {shard.index}/{gathered.count} "
+                        f"({shard.cells} cells, {shard.file})",
+                        environments.get(shard.index, {}),
+                    )
+                )
         for name, facts in run.scenarios.items():
             if facts.imports:
                 where = ", ".join(f"{module} -> {path}" for module, path in facts.imports.items())

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scanbench.execution.cells import Cell
+from scanbench.cells import Cell
 from scanbench.execution.heartbeat import Beacon, heartbeat, read_phase
 from scanbench.execution.worker import run_cell
+from scanbench.invocation import Invocation, ScenarioFacts
 from scanbench.reports.frame import records_frame
 from scanbench.reports.markdown import render as render_markdown
 from scanbench.reports.model import build
@@ -107,7 +108,7 @@ def test_reports_mark_scaled_cells_and_show_precision():
         dataclasses.replace(sleepy, sampling={**sleepy.sampling, "warmup_skipped": True}),
         quick,
     )
-    run = Run({}, {"throughput_units": {"steps": "steps"}}, records)
+    run = Run({}, Invocation({"steps": ScenarioFacts("", "steps", None)}), records)
     frame = records_frame([run])
     sleepy = frame[frame["backend"] == "sleepy"].iloc[0]
     assert sleepy["scale"] == 5.0
@@ -183,7 +184,6 @@ def test_a_run_prints_progress_lines_when_stderr_is_not_a_terminal(capsys):
 
 def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
     from scanbench.cli.main import main
-    from scanbench.execution.runner import Plan
     from scanbench.results import load_run
 
     out = tmp_path / "parts.json"
@@ -193,9 +193,9 @@ def test_count_parts_is_passed_to_the_workers_and_kept_for_resume(tmp_path):
     run = load_run(out)
     (record,) = run.records
     assert record.counts.linear["model"]["trace.dispatches"] == [2, 1]
-    plan = Plan.from_invocation(run.invocation, out)
-    assert plan.count_parts
-    assert not Plan.from_invocation({**run.invocation, "count_parts": False}, out).count_parts
+    assert run.invocation.plan.count_parts
+    stored = {**run.invocation.to_json(), "count_parts": False}
+    assert not Invocation.from_json(stored).plan.count_parts
 
 
 def test_counts_only_cells_run_side_by_side_and_come_back_in_order(capsys):

@@ -64,7 +64,7 @@ def test_local_jobs_survive_the_submitter_and_are_picked_up_by_id(tmp_path):
     assert [r.backend for r in merged.records] == ["good", "delayed"]
     assert all(r.status == "ok" for r in merged.records)
     assert sorted(shard_of(r) for r in merged.records) == [1, 2]
-    gathered = merged.invocation["gathered"]
-    assert gathered["count"] == 2 and [s["cells"] for s in gathered["shards"]] == [1, 1]
+    gathered = merged.invocation.gathered
+    assert gathered.count == 2 and [s.cells for s in gathered.shards] == [1, 1]
     assert (tmp_path / "merged.md").exists()
     assert json.loads(out.read_text())["environment"]["shards"][1]["index"] == 2

@@ -322,30 +322,40 @@ def test_skipped_points_are_kept_with_their_reason_and_prediction():
 # -- a grown run's plan and budget (measurements made up) -----------------------------
 
 
-def test_a_grown_plan_runs_point_by_point_and_stores_its_sweeps():
-    from scanbench.growth import sweep as grown
+def _grown_plan(specs: list[str], budget_s: float):
+    from scanbench.cells import Selection
+    from scanbench.execution import runner
 
-    plan, invocation = grown.plan([GROWING], [], "smoke", [parse_grow("n=1..64:x4")], 0.5)
-    assert [(c.backend, c.size) for c in plan.cells] == [
+    selection = Selection(scenarios=(GROWING,), sizes=("smoke",))
+    return runner.plan(selection, grow=[parse_grow(s) for s in specs], grow_budget_s=budget_s)
+
+
+def test_a_grown_plan_runs_point_by_point_and_stores_its_sweeps():
+    from scanbench.invocation import Invocation, Stage
+
+    invocation = _grown_plan(["n=1..64:x4"], 0.5)
+    assert [(c.backend, c.size) for c in invocation.plan.cells] == [
         (backend, size)
         for size in ("smoke@n=1", "smoke", "smoke@n=16", "smoke@n=64")
         for backend in ("loop", "batched")
     ]
-    stored = invocation[grown.GROWTH]
-    assert stored["budget_s"] == 0.5 and stored["stage"] == grown.SWEEP
-    assert stored["sweeps"][0]["values"] == [1, 4, 16, 64]
-    assert invocation["cells"] == plan.to_json()["cells"]  # resumable as any run
+    growth = invocation.growth
+    assert growth.budget_s == 0.5 and growth.stage == Stage.SWEEP
+    assert growth.sweeps[0].values == (1, 4, 16, 64)
+    stored = invocation.to_json()
+    assert stored["growth"]["stage"] == "sweep" and "cells" in stored  # resumable as any run
+    assert Invocation.from_json(stored) == invocation
     with pytest.raises(UnknownNameError, match="unknown axis 'batch'"):
-        grown.plan([GROWING], [], "smoke", [parse_grow("batch=1..8")], 0.5)
+        _grown_plan(["batch=1..8"], 0.5)
     with pytest.raises(InputError, match="axis 'n' is given twice"):
-        grown.plan([GROWING], [], "smoke", [parse_grow("n=1..8"), parse_grow("n=2..4")], 0.5)
+        _grown_plan(["n=1..8", "n=2..4"], 0.5)
 
 
 def test_the_budget_skips_a_point_predicted_over_it_without_measuring_it():
-    from scanbench.growth import sweep as grown
+    from scanbench.execution import grown
 
-    plan, invocation = grown.plan([GROWING], [], "smoke", [parse_grow("n=1..64:x4")], 5e-3)
-    growth = grown.Growth.from_json(invocation[grown.GROWTH])
+    invocation = _grown_plan(["n=1..64:x4"], 5e-3)
+    plan = invocation.plan
     measured = []
 
     def fake_measure(cell, say):  # the known costs, no worker
@@ -355,7 +365,7 @@ def test_the_budget_skips_a_point_predicted_over_it_without_measuring_it():
         strategy = "sequential" if cell.backend == "loop" else "vmapped"
         return _record(cell.backend, strategy, cell.size, n, cost)
 
-    budgeted = grown.Budgeted(growth, (), fake_measure)
+    budgeted = grown.measuring(invocation, (), fake_measure)
     records = [budgeted(cell, print) for cell in plan.cells]
     assert ("loop", "smoke@n=64") not in measured and ("batched", "smoke@n=64") in measured
     skipped = records[-2]
@@ -370,16 +380,17 @@ def test_the_budget_skips_a_point_predicted_over_it_without_measuring_it():
 
 
 def test_the_report_shows_the_fits_the_crossover_and_the_users_size(tmp_path):
+    from scanbench.invocation import Growth, Invocation, ScenarioFacts, Stage
     from scanbench.reports.written import write_reports
-    from scanbench.results import Run, ScenarioFacts
+    from scanbench.results import Run
 
     scenario = load(GROWING)
     sweep = sweep_of(parse_grow("n=1..64:x4"), scenario, GROWING, "smoke", "float64")
     records = _sweep_records(sweep, confirm_at=9, skip_loop_at=(64,))
     analysis = analyse(sweep, records)
-    facts = ScenarioFacts(GROWING, "items", "loop").to_json()
-    invocation = {"scenarios": {"growing": facts}, "growth": {"analysis": [analysis.to_json()]}}
-    run = Run({"hostname": "test"}, invocation, tuple(records))
+    facts = ScenarioFacts(GROWING, "items", "loop")
+    growth = Growth((sweep,), 1.0, Stage.DONE, (analysis.to_json(),))
+    run = Run({"hostname": "test"}, Invocation({"growing": facts}, growth=growth), tuple(records))
     md, html = tmp_path / "r.md", tmp_path / "r.html"
     text = write_reports([run], (), md, html)
     assert "## Growth: growing along n from smoke (n = 1–64, float64)" in text
@@ -396,10 +407,12 @@ def test_the_report_shows_the_fits_the_crossover_and_the_users_size(tmp_path):
 
 
 def test_a_malformed_stored_analysis_is_a_note_not_a_crash():
+    from scanbench.invocation import Growth, Invocation, Stage
     from scanbench.reports.growth_section import growth_sections
     from scanbench.results import Run
 
-    (section,) = growth_sections([Run({}, {"growth": {"analysis": [{"sweep": {}}]}}, ())])
+    growth = Growth((), 1.0, Stage.DONE, ({"sweep": {}},))
+    (section,) = growth_sections([Run({}, Invocation(growth=growth), ())])
     assert "cannot be read" in section.notes[0] and section.plot() is None
 
 

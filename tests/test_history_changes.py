@@ -20,6 +20,7 @@ import pytest
 from scanbench.api import Record
 from scanbench.counts import Counts
 from scanbench.history import archive, changes, series
+from scanbench.invocation import CommandLine, Invocation
 from scanbench.results import Run, write_run
 from scanbench.statistics import summarize
 
@@ -143,7 +144,7 @@ def synthetic_run(index: int, machine: str, rng: np.random.Generator, **git) -> 
         "git_commit": sha(index),
         "git": {**commit_facts(index), **git},
     }
-    return Run(environment, {"argv": ["run"]}, records)
+    return Run(environment, Invocation(origin=CommandLine(("run",))), records)
 
 
 def synthetic_runs(commits: int = COMMITS, seed: int = 0) -> list[Run]:

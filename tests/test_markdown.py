@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scanbench.api import Record
+from scanbench.invocation import Invocation, ScenarioFacts
 from scanbench.reports.markdown import render
 from scanbench.reports.model import build
 from scanbench.results import Run
@@ -30,7 +31,7 @@ def record(backend, status="ok", median=None, error=None):
 
 def run_of(*records):
     env = {"hostname": "box", "memory_bandwidth": {"bytes_per_s": 1e10}}
-    return Run(env, {"throughput_units": {"tridiagonal": "systems"}}, records)
+    return Run(env, Invocation({"tridiagonal": ScenarioFacts("", "systems", None)}), records)
 
 
 def test_ratios_and_throughput():

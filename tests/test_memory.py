@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scanbench.cells import Cell
 from scanbench.environment import device_info
-from scanbench.execution.cells import Cell
 from scanbench.execution.worker import run_cell
 from scanbench.probes import memory
 from scanbench.probes.buffer_assignment import fields, temporaries
@@ -182,6 +182,7 @@ def test_tree_nbytes_counts_array_leaves():
 
 
 def test_reports_show_memory_beside_time(allocates_records):
+    from scanbench.invocation import Invocation, ScenarioFacts
     from scanbench.reports.frame import records_frame
     from scanbench.reports.html import render as render_html
     from scanbench.reports.markdown import render as render_markdown
@@ -190,7 +191,7 @@ def test_reports_show_memory_beside_time(allocates_records):
     from scanbench.results import Run
 
     records = list(allocates_records.values())
-    run = Run({}, {"throughput_units": {"allocates": "elements"}}, records)
+    run = Run({}, Invocation({"allocates": ScenarioFacts("", "elements", None)}), records)
     frame = records_frame([run]).set_index("backend")
     output = 8 * N
     assert frame.loc["numpy-output-only", "x_minimum"] == pytest.approx(1.0, rel=0.1)

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from scanbench.execution.cells import Cell
+from scanbench.cells import Cell
 from scanbench.execution.heartbeat import Beacon
 from scanbench.execution.interference import FAST_EVERY_S
 from scanbench.execution.launcher import measuring, run_cells
 from scanbench.execution.overlap import Machine, cells_at_once, run_worker
 from scanbench.execution.quiet_link import Pauses, paused_within
+from scanbench.invocation import Invocation
 from scanbench.stages import PAUSED_STAGE, WAITING_STAGE
 from scanbench.timing import TimingConfig
 from tests.scenario_files.overlapping import COMPILE_CPU_S, COMPILING_TASK
@@ -279,7 +280,7 @@ def test_reports_say_when_cells_ran_two_at_a_time(at_once):
 
     record = run_cell(_cell("quick"), BUDGET, probes=False)
     record = dataclasses.replace(record, extra={**record.extra, "cells_at_once": at_once})
-    markdown = render(build([Run({}, {}, (record,))]))
+    markdown = render(build([Run({}, Invocation(), (record,))]))
     assert ("2 cells at a time" in markdown) == (at_once == 2)
 
 
@@ -356,7 +357,7 @@ def test_a_stopped_worker_whose_run_is_killed_exits_and_cleans_up(tmp_path):
     folder and exits (with SIGTERM, as before, it stayed stopped for ever)."""
     import subprocess
 
-    from scanbench.execution.cells import cell_spec
+    from scanbench.cells import cell_spec
     from scanbench.execution.overlap import is_stopped
 
     folder = tmp_path / "scanbench-cell-orphan"

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from scanbench.api import InputError, UnknownNameError
+from scanbench.cells import Cell, select
 from scanbench.cli.main import main
-from scanbench.execution.cells import Cell, select
 from scanbench.execution.launcher import worker_environ
 from scanbench.execution.worker import run_cell
 from scanbench.reports.markdown import render

@@ -88,8 +88,8 @@ def test_a_scenario_without_a_sequential_backend_has_no_speedup_column():
     """A user's scenario of one jitted backend: no "speedup vs None" column."""
     run = load_run(TDMA)
     kept = tuple(r for r in run.records if r.strategy != "sequential")
-    facts = {k: {**v, "baseline": None} for k, v in run.invocation["scenarios"].items()}
-    invocation = {**run.invocation, "scenarios": facts}
+    facts = {k: dataclasses.replace(v, baseline=None) for k, v in run.scenarios.items()}
+    invocation = dataclasses.replace(run.invocation, scenarios=facts)
     text = markdown.render(build([Run(run.environment, invocation, kept)]))
     header = row(text.replace("| backend ", "| HEADER ", 1), "HEADER", "## tridiagonal / smoke")
     assert header[:3] == ["HEADER", "strategy", "median"] and "x fastest" in header

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from scanbench.cells import Cell
 from scanbench.cli.main import main
-from scanbench.execution.cells import Cell
 from scanbench.execution.launcher import measure_cell
 from scanbench.results import load_run
 from scanbench.timing import TimingConfig

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from scanbench.api import InputError
-from scanbench.execution.cells import Cell, cell_spec, scenario_of
+from scanbench.cells import Cell, cell_spec, scenario_of
 from scanbench.sharding.distributed import distributed_settings, environ_for
 from scanbench.sharding.placement import padded_size
 from scanbench.timing import TimingConfig

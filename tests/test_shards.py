@@ -13,14 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanbench.api import InputError, Record, StoreError
+from scanbench.cells import Cell
 from scanbench.cli.main import main
 from scanbench.execution import executors, gathering, shards
-from scanbench.execution.cells import Cell
-from scanbench.execution.runner import Plan
 from scanbench.gathered import by_kind, environment_of, shard_of
+from scanbench.invocation import CommandLine, Invocation, Plan
 from scanbench.results import Run, load_run, write_run
+from scanbench.sampling import TimingConfig
 from scanbench.sources import file_source
-from scanbench.timing import TimingConfig
 
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
 SOURCE = file_source(TOY)
@@ -92,7 +92,7 @@ def test_the_model_and_an_earlier_results_file_set_the_costs(tmp_path):
     earlier = tmp_path / "earlier.json"
     record = _record(cells[1], 0.05)
     record = dataclasses.replace(record, extra={"phases_s": {"sampling": 7.0, "start": 2.5}})
-    write_run(earlier, Run(_environment("a"), {}, (record,)))
+    write_run(earlier, Run(_environment("a"), Invocation(), (record,)))
     chosen = shards.split(cells, 2, TIMING, True, "cell", str(earlier))
     assert chosen.costs == (round(fixed + 0.2, 3), 9.5)
     assert chosen.costs_from == "results earlier.json"
@@ -151,12 +151,13 @@ def write_shards(folder: Path, count: int, unit="cell", hosts=None, cells=None, 
     them; ``hosts[k]`` is shard k+1's environment."""
     cells = cells or toy_cells()
     plan = Plan(tuple(cells), TIMING, 10.0, False)
-    invocation = {"argv": [], **plan.to_json(), "scenarios": {}}
+    invocation = Invocation({}, plan, origin=CommandLine(("run",)))
     chosen = shards.split(cells, count, TIMING, False, unit, run_id=change.pop("run_id", None))
     paths = []
     for index in range(1, count + 1):
-        mine, shard_invocation = shards.restrict(plan, invocation, chosen, index)
-        records = tuple(_record(cell, 0.001 * (i + 1)) for i, cell in enumerate(mine.cells))
+        shard_invocation = shards.restrict(invocation, chosen, index)
+        mine = shard_invocation.plan.cells
+        records = tuple(_record(cell, 0.001 * (i + 1)) for i, cell in enumerate(mine))
         environment = (hosts or {}).get(index) or _environment(f"host{index}")
         path = folder / f"shard-{index}-of-{count}.json"
         write_run(path, Run(environment, shard_invocation, records))
@@ -175,10 +176,10 @@ def test_gather_merges_in_the_run_order_and_says_who_measured_what(tmp_path):
     for position, record in enumerate(merged.records):
         assert position in owners[shard_of(record)]
         assert environment_of(merged, record)["hostname"] == f"host{shard_of(record)}"
-    gathered = merged.invocation["gathered"]
-    assert [s["index"] for s in gathered["shards"]] == [1, 2, 3]
-    assert sum(s["cells"] for s in gathered["shards"]) == len(toy_cells())
-    assert "shard" not in merged.invocation and len(merged.invocation["cells"]) == 8
+    gathered = merged.invocation.gathered
+    assert [s.index for s in gathered.shards] == [1, 2, 3]
+    assert sum(s.cells for s in gathered.shards) == len(toy_cells())
+    assert merged.invocation.shard is None and len(merged.invocation.plan.cells) == 8
     lines = gathering.describe(read)
     assert lines[0].startswith("shard 1/3 (shard-1-of-3.json): ")
     assert "on host1 (Toy CPU (2 cores), cpu x1)" in lines[0]
@@ -211,7 +212,7 @@ def test_gather_refuses_in_one_line(tmp_path, capsys):
     refused(paths, "measured scenario 'toy' at different versions")
     refused([TOY.replace(".py", ".missing")], "no such file or directory")
     plain = tmp_path / "plain.json"
-    write_run(plain, Run(_environment("x"), {}, ()))
+    write_run(plain, Run(_environment("x"), Invocation(), ()))
     refused([plain], "is not a shard (no invocation.shard)")
 
 
@@ -316,6 +317,7 @@ def test_the_time_limit_comes_from_the_expected_costs():
         (["--run-id", "x"], "--run-id applies to --shard or --executor"),
         (["--shard", "3/2"], "--shard must be K/N"),
         (["--executor", "slurm", "--shards", "2"], "--executor slurm: SLURM's sbatch"),
+        (["--resume", "x.json", "--shard", "1/2"], "--resume continues a run"),
     ],
 )
 def test_run_refuses_options_that_do_not_go_together(argv, message, tmp_path, capsys):
@@ -328,7 +330,7 @@ def test_run_refuses_options_that_do_not_go_together(argv, message, tmp_path, ca
 
 def test_the_jobs_file_round_trips_and_the_progress_line_counts_saved_cells(tmp_path):
     paths = write_shards(tmp_path, 2)
-    invocations = [load_run(path).invocation for path in paths]
+    invocations = [json.loads(json.dumps(load_run(p).invocation.to_json())) for p in paths]
     pending = tmp_path / "shard-3.json"  # a shard not started: nothing saved yet
     jobs = executors.Jobs(
         "local", str(tmp_path), str(tmp_path / "out.json"), (None, None), "r1", str(tmp_path),

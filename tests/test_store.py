@@ -7,6 +7,7 @@ import json
 import pytest
 
 from scanbench.api import Record, StoreError
+from scanbench.invocation import CommandLine, Invocation
 from scanbench.results import SCHEMA_VERSION, Run, load_run, write_run
 from scanbench.safe_files import write_json_atomic
 
@@ -24,7 +25,7 @@ def make_run() -> Run:
         samples_s=(0.1, 0.2),
         stats={"median": 0.15},
     )
-    return Run({"hostname": "h"}, {"argv": []}, (record,))
+    return Run({"hostname": "h"}, Invocation(origin=CommandLine(())), (record,))
 
 
 def test_round_trip(tmp_path):

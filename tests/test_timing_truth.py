@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from scanbench.api import MismatchError
+from scanbench.cells import Cell
 from scanbench.checks import (
     InputMutationError,
     InputSnapshot,
@@ -29,7 +30,6 @@ from scanbench.checks import (
     checked_error,
     nonfinite,
 )
-from scanbench.execution.cells import Cell
 from scanbench.execution.launcher import run_cell_in_worker
 from scanbench.execution.worker import run_cell
 from scanbench.factories import is_ready_run

@@ -11,9 +11,9 @@ import pytest
 
 from scanbench import Strategy, jax_backend
 from scanbench.api import InputError, UnknownNameError
+from scanbench.cells import Cell
 from scanbench.cli.main import main
 from scanbench.diagnosis import Cost, Facts, diagnose
-from scanbench.execution.cells import Cell
 from scanbench.execution.launcher import run_cell_in_worker
 from scanbench.gate import flag_search
 from scanbench.gate.interleave import ServedCell, Side

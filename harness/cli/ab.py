@@ -58,7 +58,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     # the process machinery and SciPy: not for --help
-    from ..execution.cells import select
+    from ..cells import select
     from ..gate.environments import parse_assignments
     from ..gate.render import comparison_html, comparison_markdown
     from ..gate.rules import Settings, load_gates

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from ..api import InputError
-from ..execution.cells import cell
+from ..cells import cell
 from ..gate.rules import BaselineRule, Settings, load_gates
 from ..sources import resolve
 from .options import number, positive

@@ -59,7 +59,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     # the process machinery and SciPy: not for --help
-    from ..execution.cells import select
+    from ..cells import select
     from ..gate.environments import parse_assignments
     from ..gate.flag_search import SideSpec, candidates, markdown, search
     from ..gate.rules import Settings, load_gates

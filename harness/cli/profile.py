@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     # the process machinery and the report's tables: not for --help
     from scanbench.reports.traced_call import render
 
-    from ..execution.cells import select
+    from ..cells import select
     from ..execution.launcher import profile_in_worker
 
     if not scenarios(args):

@@ -9,11 +9,11 @@ import os
 import sys
 from pathlib import Path
 
-from ..api import InputError
-from ..execution.remeasure import REMEASURE
+from ..cells import Selection
+from ..invocation import REMEASURE
 from ..results import Run, load_run
+from ..sampling import TimingConfig
 from ..sharding.distributed import distributed_settings
-from ..timing import TimingConfig
 from . import run_shards
 from .options import cell_options, comma_list, number, params, positive, scenarios
 
@@ -109,7 +109,7 @@ def _growth_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _timing_options(parser: argparse.ArgumentParser) -> None:
-    """How each cell is sampled (`scanbench.timing.TimingConfig`) and how long it may take."""
+    """How each cell is sampled (`scanbench.sampling.TimingConfig`) and how long it may take."""
     parser.add_argument(
         "--max-time",
         type=positive(float, "--max-time"),
@@ -168,21 +168,31 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..execution import runner  # SciPy and the process machinery: not for --help
+    from ..growth.points import parse_grow
 
     run_shards.check(args)
     if args.resume and run_shards.submitted(Path(args.resume)):
         return run_shards.pick_up(args, Path(args.resume), finish)
     if args.resume:
-        return finish(_resume(Path(args.resume), args.force), Path(args.resume), args)
+        return finish(runner.resume(Path(args.resume), args.force), Path(args.resume), args)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"results/run-{stamp}.json")
-    sizes = comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")
     devices = (
         [None]
         if args.devices is None
         else comma_list(args.devices, "--devices", int, "device counts >= 1 (e.g. 1,2,4,8)")
     )
     os.environ.update(distributed_settings(args.coordinator, args.num_processes, args.process_id))
+    selection = Selection(
+        scenarios=tuple(scenarios(args)),
+        backends=tuple(args.backend),
+        sizes=tuple(comma_list(args.size, "--size", str, "size names (e.g. smoke,default)")),
+        dtype=args.dtype,
+        seed=args.seed,
+        devices=tuple(devices),
+        params=params(args),
+        caches=("warm", "cold") if args.cache == "both" else (args.cache,),
+    )
     timing = TimingConfig(
         warmup=args.warmup,
         min_time_s=args.min_time,
@@ -191,54 +201,24 @@ def run(args: argparse.Namespace) -> int:
         max_time_s=args.max_time,
         target_width=args.target_width,
     )
-    options = {
-        "dtype": args.dtype,
-        "seed": args.seed,
-        "devices": devices,
-        "timing": timing,
-        "timeout_s": args.timeout,
-        "probes": not args.no_probes,
-        "count_parts": args.count_parts,
-        "params": params(args),
-        "overlap": not args.no_overlap,
-        "caches": ("warm", "cold") if args.cache == "both" else (args.cache,),
-        "remeasure": args.remeasure,
-    }
-    if args.grow or args.grow_budget is not None:
-        return _grow(args, sizes, options, out)
-    plan, invocation = runner.plan(scenarios(args), args.backend, sizes, **options)
+    invocation = runner.plan(
+        selection,
+        timing,
+        timeout_s=args.timeout,
+        probes=not args.no_probes,
+        count_parts=args.count_parts,
+        overlap=not args.no_overlap,
+        remeasure=args.remeasure,
+        grow=[parse_grow(text) for text in args.grow],
+        grow_budget_s=args.grow_budget,
+        argv=sys.argv[1:],
+    )
     if args.executor:
-        return run_shards.submit(args, plan, invocation, out, finish)
+        return run_shards.submit(args, invocation, out, finish)
     if args.shard:
-        plan, invocation = run_shards.shard(args, plan, invocation)
-    measured = runner.run(plan, invocation, out, [args.md, args.html], args.force)
+        invocation = run_shards.shard(args, invocation)
+    measured = runner.run(invocation, out, [args.md, args.html], args.force)
     return finish(measured, out, args)
-
-
-def _grow(args: argparse.Namespace, sizes: list[str], options: dict, out: Path) -> int:
-    """``--grow``: the sweeps from the one base size (`scanbench.growth.sweep`)."""
-    from ..growth import sweep  # SciPy and the process machinery: not for --help
-    from ..growth.points import parse_grow
-
-    if not args.grow:
-        raise InputError("--grow-budget applies to --grow; name an axis, e.g. --grow n=10..1000")
-    if len(sizes) != 1:
-        raise InputError(
-            f"--grow sweeps from one base size; give --size one name, got {args.size!r}"
-        )
-    specs = [parse_grow(text) for text in args.grow]
-    budget = sweep.DEFAULT_BUDGET_S if args.grow_budget is None else args.grow_budget
-    plan, invocation = sweep.plan(scenarios(args), args.backend, sizes[0], specs, budget, **options)
-    measured = sweep.run(plan, invocation, out, [args.md, args.html], args.force)
-    return finish(measured, out, args)
-
-
-def _resume(out: Path, force: bool) -> Run:
-    """An interrupted run, grown (`scanbench.growth.sweep`) or not, continued."""
-    from ..execution import runner  # SciPy and the process machinery: not for --help
-    from ..growth import sweep
-
-    return sweep.resume(out, force) if sweep.is_grown(out) else runner.resume(out, force)
 
 
 def finish(measured: Run, out: Path, args: argparse.Namespace) -> int:

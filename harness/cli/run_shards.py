@@ -103,6 +103,11 @@ def check(args: argparse.Namespace) -> None:
     if given and not args.executor:
         raise InputError(f"{given[0]} applies to --executor local|slurm")
     spread = args.shard or args.executor
+    if args.resume and (spread or given):
+        raise InputError(
+            "--resume continues a run (a shard, or submitted jobs) with its stored settings; "
+            "drop --shard/--executor and their options"
+        )
     for name in ("run_id", "shard_costs"):
         if getattr(args, name) and not spread:
             raise InputError(f"--{name.replace('_', '-')} applies to --shard or --executor")
@@ -112,20 +117,21 @@ def check(args: argparse.Namespace) -> None:
         raise InputError("--coordinator runs one cell over hosts; drop --shard/--executor")
 
 
-def _split(args: argparse.Namespace, plan, count: int, run_id: str | None):
+def _split(args: argparse.Namespace, invocation, count: int, run_id: str | None):
     from ..execution import shards
 
+    plan = invocation.plan
     return shards.split(
         plan.cells, count, plan.timing, plan.probes, args.shard_by, args.shard_costs, run_id
     )
 
 
-def shard(args: argparse.Namespace, plan, invocation: dict) -> tuple[Any, dict]:
-    """``--shard K/N``: this machine's part of the plan, and its invocation."""
+def shard(args: argparse.Namespace, invocation):
+    """``--shard K/N``: the invocation of this machine's part of the run."""
     from ..execution import shards
 
     spec = shards.parse_shard(args.shard)
-    chosen = _split(args, plan, spec.count, args.run_id)
+    chosen = _split(args, invocation, spec.count, args.run_id)
     expected = ", ".join(f"{s:.0f}" for s in chosen.expected_s)
     print(
         f"shard {spec.label} of run {chosen.run_id}: {len(chosen.positions[spec.index - 1])} "
@@ -133,7 +139,7 @@ def shard(args: argparse.Namespace, plan, invocation: dict) -> tuple[Any, dict]:
         f"{expected}, from {chosen.costs_from})",
         file=sys.stderr,
     )
-    return shards.restrict(plan, invocation, chosen, spec.index)
+    return shards.restrict(invocation, chosen, spec.index)
 
 
 def _say(line: str) -> None:
@@ -141,7 +147,7 @@ def _say(line: str) -> None:
     print(f"[{stamp}] {line}", file=sys.stderr, flush=True)
 
 
-def submit(args: argparse.Namespace, plan, invocation: dict, out: Path, finish: Finish) -> int:
+def submit(args: argparse.Namespace, invocation, out: Path, finish: Finish) -> int:
     """``--executor``: split, submit one job per shard, wait, gather into ``out``."""
     from ..execution import executors, shards
     from ..execution.runner import check_outputs
@@ -155,7 +161,7 @@ def submit(args: argparse.Namespace, plan, invocation: dict, out: Path, finish: 
         )
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_id = args.run_id or f"{stamp}-{secrets.token_hex(3)}"
-    chosen = _split(args, plan, args.shards, run_id)
+    chosen = _split(args, invocation, args.shards, run_id)
     settings = executors.slurm_settings(
         args.slurm_config,
         partition=args.partition,
@@ -180,7 +186,7 @@ def submit(args: argparse.Namespace, plan, invocation: dict, out: Path, finish: 
                 str(
                     (folder / f"shard-{shards.ShardSpec(index, chosen.count).slug}.json").resolve()
                 ),
-                shards.restrict(plan, invocation, chosen, index)[1],
+                shards.restrict(invocation, chosen, index).to_json(),
             )
             for index in range(1, chosen.count + 1)
         ),

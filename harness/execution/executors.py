@@ -159,8 +159,9 @@ def executor_parameters(
 
 @dataclasses.dataclass(frozen=True)
 class ShardJob:
-    """One shard of a submitted run: its plan (the shard's invocation), its results
-    file, and its job id once submitted."""
+    """One shard of a submitted run: its plan (the shard's invocation, as its results
+    file stores it: `scanbench.invocation.Invocation.to_json`), its results file, and its
+    job id once submitted."""
 
     index: int
     out: str
@@ -263,8 +264,9 @@ def run_shard(invocation: Mapping[str, Any], out: str, cwd: str) -> int:
     aside (``<out>.from-<host>``, kept) and run afresh here, so that a shard file holds
     one machine's cells. Returns the number of failed cells."""
     from ..import_path import use_import_root
-    from .runner import Plan, resume
-    from .runner import run as run_plan
+    from ..invocation import Invocation
+    from .runner import resume
+    from .runner import run as run_invocation
 
     os.chdir(cwd)
     use_import_root()  # a scenario file imports the user's code as `scanbench run` would
@@ -279,8 +281,7 @@ def run_shard(invocation: Mapping[str, Any], out: str, cwd: str) -> int:
             for old in (path, journal_path(path)):
                 if old.exists():
                     old.rename(old.with_name(f"{old.name}.from-{stamp}"))
-    plan = Plan.from_invocation(invocation, path)
-    measured = run_plan(plan, dict(invocation), path)
+    measured = run_invocation(Invocation.from_json(invocation), path)
     return sum(1 for record in measured.records if record.status == "failed")
 
 

@@ -18,13 +18,14 @@ import dataclasses
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..api import InputError, Record, StoreError
-from ..gathered import GATHERED, SHARD, SHARDS, kind_label
+from ..cells import Cell
+from ..gathered import SHARD, SHARDS, kind_label
+from ..invocation import Gathered, GatheredShard, ShardFacts
 from ..results import Run, load_run, write_run
 from .journal import journal_path
-from .shards import ShardFacts, balance, cells_hash, facts_of, record_cost
+from .shards import balance, cells_hash, record_cost
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,10 +75,10 @@ def read_shard(path: Path) -> Shard:
     """
     try:
         run = load_run(path)
-        facts = facts_of(run.invocation)
     except StoreError as error:
         raise InputError(f"gather: {error}") from None
-    if facts is None:
+    facts = run.invocation.shard
+    if facts is None or run.invocation.plan is None:
         raise InputError(
             f"gather: {path} is not a shard (no invocation.shard); give the files that "
             "`scanbench run --shard K/N` wrote"
@@ -158,15 +159,15 @@ def check(shards: Sequence[Shard]) -> None:
         )
 
 
-def _stored_cells(shard: Shard) -> list[tuple[int, dict[str, Any]]]:
-    """(position in the whole run, stored cell) of each cell of a shard."""
-    stored = list(shard.run.invocation.get("cells") or [])
-    if len(stored) != len(shard.facts.positions):
+def _placed_cells(shard: Shard) -> list[tuple[int, Cell]]:
+    """(position in the whole run, cell) of each cell of a shard."""
+    cells = shard.run.invocation.plan.cells if shard.run.invocation.plan else ()
+    if len(cells) != len(shard.facts.positions):
         raise InputError(
-            f"gather: {shard.path}: its invocation lists {len(stored)} cells, its shard "
+            f"gather: {shard.path}: its invocation lists {len(cells)} cells, its shard "
             f"facts {len(shard.facts.positions)}"
         )
-    return list(zip(shard.facts.positions, stored, strict=True))
+    return list(zip(shard.facts.positions, cells, strict=True))
 
 
 def gather(shards: Sequence[Shard]) -> Run:
@@ -175,22 +176,21 @@ def gather(shards: Sequence[Shard]) -> Run:
     Raises:
         InputError: what `check` refuses; shards whose cells do not make the run's list.
     """
-    from .cells import Cell  # the stored cells as the runner reads them
-
     check(shards)
     shards = sorted(shards, key=lambda shard: shard.facts.index)
-    placed: list[tuple[int, dict[str, Any], Record]] = []
+    placed: list[tuple[int, Cell, Record]] = []
     for shard in shards:
         by_key = {record.key: record for record in shard.run.records}
-        for position, stored in _stored_cells(shard):
-            record = by_key.get(Cell(**stored).key)
+        for position, cell in _placed_cells(shard):
+            record = by_key.get(cell.key)
             if record is None:
                 raise InputError(f"gather: {shard.path} has no record of cell {position}")
             extra = {**record.extra, SHARD: shard.facts.index}
-            placed.append((position, stored, dataclasses.replace(record, extra=extra)))
+            placed.append((position, cell, dataclasses.replace(record, extra=extra)))
     placed.sort(key=lambda item: item[0])
     first = shards[0]
-    if cells_hash([Cell(**stored) for _, stored, _ in placed]) != first.facts.cells_hash:
+    cells = tuple(cell for _, cell, _ in placed)
+    if cells_hash(cells) != first.facts.cells_hash:
         raise InputError(
             f"gather: the shards' cells do not make run {first.facts.run_id}'s cell list "
             "(its hash differs): were the shard files edited?"
@@ -202,26 +202,26 @@ def gather(shards: Sequence[Shard]) -> Run:
             for shard in shards
         ],
     }
-    invocation = {key: value for key, value in first.run.invocation.items() if key != "shard"}
-    invocation["cells"] = [stored for _, stored, _ in placed]
-    invocation[GATHERED] = {
-        "run_id": first.facts.run_id,
-        "count": first.facts.count,
-        "unit": first.facts.unit,
-        "cells_hash": first.facts.cells_hash,
-        "costs": first.facts.costs,
-        "shards": [
-            {
-                "index": shard.facts.index,
-                "file": shard.path.name,
-                "hostname": shard.run.environment.get("hostname"),
-                "cells": len(shard.run.records),
-                "expected_s": shard.facts.expected_s[shard.facts.index - 1],
-                "measured_s": shard.measured_s,
-            }
+    gathered = Gathered(
+        first.facts.run_id,
+        first.facts.count,
+        first.facts.unit,
+        first.facts.cells_hash,
+        first.facts.costs,
+        tuple(
+            GatheredShard(
+                shard.facts.index,
+                shard.path.name,
+                shard.run.environment.get("hostname"),
+                len(shard.run.records),
+                shard.facts.expected_s[shard.facts.index - 1],
+                shard.measured_s,
+            )
             for shard in shards
-        ],
-    }
+        ),
+    )
+    plan = dataclasses.replace(first.run.invocation.plan, cells=cells)
+    invocation = dataclasses.replace(first.run.invocation, plan=plan, shard=None, gathered=gathered)
     return Run(environment, invocation, tuple(record for _, _, record in placed))
 
 

@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from ..api import HarnessError, Record, Strategy
+from ..cells import Cell, cell_spec, scenario_of
 from ..credentials import redact
 from ..decomposition import decompose
 from ..probes.gpu import with_command_buffers
+from ..sampling import TimingConfig
 from ..sharding.distributed import environ_for
 from ..stages import PAUSED_STAGE
 from ..statistics import summarize_scaled
-from ..timing import TimingConfig
 from ..units import format_duration, format_seconds
 from ..xla_options import merge, refusal_message, refusals
-from .cells import Cell, cell_spec, scenario_of
 from .heartbeat import PROGRESS_FILE, heartbeat
 from .interference import Interference, with_slow_spell
 from .interrupts import raise_if_interrupted

@@ -22,9 +22,11 @@ import dataclasses
 from collections.abc import Callable
 
 from ..api import Record
+from ..invocation import REMEASURE
 from .interference import Interference, SetAside
 
-REMEASURE = 2  # measurements after the first, at most, while the cell stays disturbed
+__all__ = ["REMEASURE", "needs_another", "remeasured", "set_aside"]
+
 SET_ASIDE_STAGE = "measured again (disturbed measurements set aside)"
 
 

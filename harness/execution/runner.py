@@ -1,37 +1,53 @@
-"""A whole run: ``run(plan) -> Run``. Cells in workers (`scanbench.execution.launcher`), each
-finished cell journaled durably, the results file rewritten (atomically) after every
-cell, interruptible and resumable.
+"""A whole run, one driver for every kind: `plan` -> `run` -> `scanbench.results.Run`,
+and `resume`. Cells in workers (`scanbench.execution.launcher`), each finished cell
+journaled durably, the results file rewritten (atomically) after every cell,
+interruptible and resumable.
 
-`plan` turns what the user named into cells and timing settings, loading each scenario
-once (its facts - source, throughput unit, baseline - are stored with the run, so reports
-never load a scenario); `run` checks the outputs before anything runs (a results file
-is never overwritten without ``force``, the folder must be writable), collects the
-environment and runs the plan; `resume` reopens an interrupted run from its journal (or
+`plan` turns what the user named into an `scanbench.invocation.Invocation`: the cells and
+the settings they are measured with (its `scanbench.invocation.Plan`), each scenario's
+facts (source, throughput unit, baseline: stored with the run, so reports never load a
+scenario), and for ``--grow`` the sweeps whose points are its cells
+(`scanbench.execution.grown`). `run` checks the outputs before anything runs (a results
+file is never overwritten without ``force``, the folder must be writable), collects the
+environment and `execute`s the invocation: the plan's cells not measured yet, then, for a
+grown run, each further stage. `resume` reopens an interrupted run from its journal (or
 results file) after checking that the code and environment are those it was started
-with. Both raise `Stopped` (with what was saved) on SIGINT/SIGTERM.
+with, and executes what is left the same way. Both raise `Stopped` (with what was saved)
+on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..api import WARM, HarnessError, InputError, Record, StoreError
-from ..results import Run, ScenarioFacts, load_run, write_run
-from ..sources import file_source, imported_from, load
-from ..timing import TimingConfig
-from .cells import Cell, select
+from ..api import InputError, Record, StoreError
+from ..cells import Cell, Selection, cells_of
+from ..growth.budget import DEFAULT_BUDGET_S
+from ..growth.points import GrowSpec
+from ..invocation import (
+    DEFAULT_TIMEOUT_S,
+    REMEASURE,
+    CommandLine,
+    Growth,
+    Invocation,
+    Plan,
+    ScenarioFacts,
+    Stage,
+)
+from ..results import Run, load_run, write_run
+from ..sampling import TimingConfig
+from ..sources import imported_from, load
+from . import grown
 from .interrupts import Interrupted, signals_raise
 from .journal import Journal, journal_path, read_journal, refuse_if_in_use
-from .launcher import Measure, collect_environment, emit, measuring, run_cells
+from .launcher import collect_environment, emit, measuring, run_cells
 from .overlap import Machine, cells_at_once
 from .reference_cache import run_cache
-from .remeasure import REMEASURE
 
 # environment keys that must match for a run to be resumed (else --force)
 RESUME_MUST_MATCH = (
@@ -45,61 +61,6 @@ RESUME_MUST_MATCH = (
     "hostname",
     "xla_flags",
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """What a run measures and how, as stored in its invocation (so it can be resumed)."""
-
-    cells: tuple[Cell, ...]
-    timing: TimingConfig
-    timeout_s: float
-    probes: bool
-    count_parts: bool = False  # see scanbench.execution.worker.run_cell
-    overlap: bool = (
-        False  # two cells at once where the machine allows (scanbench.execution.overlap)
-    )
-    remeasure: int = REMEASURE  # a disturbed cell measured again (scanbench.execution.remeasure)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cells": [dataclasses.asdict(cell) for cell in self.cells],
-            "timing": dataclasses.asdict(self.timing),
-            "timeout_s": self.timeout_s,
-            "probes": self.probes,
-            "count_parts": self.count_parts,
-            "overlap": self.overlap,
-            "remeasure": self.remeasure,
-        }
-
-    @classmethod
-    def from_invocation(cls, invocation: Mapping[str, Any], source: Path) -> Plan:
-        try:
-            return cls(
-                tuple(_cell(cell) for cell in invocation["cells"]),
-                TimingConfig(**invocation["timing"]),
-                float(invocation["timeout_s"]),
-                bool(invocation["probes"]),
-                bool(invocation.get("count_parts", False)),
-                bool(invocation.get("overlap", False)),  # runs stored before it: alone
-                int(invocation.get("remeasure", 0)),  # runs stored before it: never again
-            )
-        except HarnessError:  # a cell refused as it is (e.g. a pickled source): said so
-            raise
-        except (KeyError, TypeError, ValueError) as error:
-            raise StoreError(
-                f"{source}: cannot resume: its invocation does not list its cells ({error}); "
-                "it was written by an older scanbench"
-            ) from None
-
-
-def _cell(stored: Mapping[str, Any]) -> Cell:
-    """A stored cell; one stored before sources named its scenario file instead."""
-    stored = dict(stored)
-    scenario_file = stored.pop("scenario_file", None)
-    if scenario_file and not stored.get("source"):
-        stored["source"] = file_source(scenario_file)
-    return Cell(**stored)
 
 
 def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:
@@ -148,6 +109,29 @@ def _ordered(cells: Sequence[Cell], records: Sequence[Record]) -> tuple[Record, 
     return (*known, *extra)
 
 
+def _plan_of(invocation: Invocation, out: Path) -> Plan:
+    if invocation.plan is None:
+        raise StoreError(
+            f"{out}: cannot resume: its invocation does not list its cells; it was written "
+            "by the notebook API or by an older scanbench"
+        )
+    return invocation.plan
+
+
+def _missing(plan: Plan, records: Sequence[Record]) -> list[Cell]:
+    """The plan's cells that no record measured, in order."""
+    measured = {record.key for record in records}
+    return [cell for cell in plan.cells if cell.key not in measured]
+
+
+def complete(invocation: Invocation, records: Sequence[Record]) -> bool:
+    """Whether nothing is left to run: every cell measured, every stage done."""
+    plan = invocation.plan
+    growth = invocation.growth
+    stages_done = growth is None or growth.stage == Stage.DONE
+    return plan is not None and not _missing(plan, records) and stages_done
+
+
 @dataclasses.dataclass
 class Progress:
     """A run in progress: what is saved so far (for the interrupted message)."""
@@ -157,37 +141,27 @@ class Progress:
     saved: int = 0
 
 
-def execute(
-    plan: Plan,
+def _measure(
+    invocation: Invocation,
     out: Path,
-    environment: Mapping[str, Any],
-    invocation: Mapping[str, Any],
-    done: Sequence[Record] = (),
-    progress: Progress | None = None,
-    show_progress: bool | None = None,
-    wrap: Callable[[Measure], Measure] | None = None,
+    environment: dict[str, Any],
+    done: Sequence[Record],
+    progress: Progress,
+    show_progress: bool | None,
     new: bool = False,
-) -> Run:
-    """Run the plan's cells not in ``done``; journal and save after every cell.
-    ``wrap(measure)`` may stand in front of each cell's measurement (a grown run's
-    budget, `scanbench.growth.sweep`, returns a skipped record instead of measuring).
+) -> tuple[Record, ...]:
+    """Measure the plan's cells not in ``done``; journal and save after every cell; the
+    journal is removed once they are all measured (the results file holds everything).
     The journal is claimed exclusively (`scanbench.execution.journal`): a new one for a
-    ``new`` run (never another's), else the interrupted run's, reopened.
-
-    Raises:
-        Interrupted: on SIGINT/SIGTERM, after stopping the running worker; everything
-            finished is in the journal and the results file.
-    """
+    ``new`` run (never another's), else the interrupted run's, reopened."""
+    plan = _plan_of(invocation, out)
     records = list(done)
-    finished_keys = {record.key for record in records}
-    todo = [cell for cell in plan.cells if cell.key not in finished_keys]
     journal_file = journal_path(out)
     journal = Journal.reopen(journal_file) if journal_file.exists() and not new else None
     if journal is None:
-        journal = Journal.create(journal_file, environment, invocation)
+        journal = Journal.create(journal_file, environment, invocation.to_json())
         for record in records:  # resumed from a results file: its records first
             journal.append(record)
-    progress = progress or Progress(out, len(plan.cells))
     progress.saved = len(records)
 
     def save(record: Record) -> None:
@@ -204,30 +178,67 @@ def execute(
         measure = measuring(
             plan.timing,
             plan.timeout_s,
-            dict(environment),
+            environment,
             plan.probes,
             plan.count_parts,
             machine,
             plan.remeasure,
         )
-        measure = measure if wrap is None else wrap(measure)
-        run_cells(todo, measure, show_progress, on_record=save, machine=machine)
+        measure = grown.measuring(invocation, records, measure)
+        run_cells(_missing(plan, records), measure, show_progress, on_record=save, machine=machine)
         journal.remove()  # complete: the results file holds everything
-    return Run(environment, invocation, _ordered(plan.cells, records))
+    return _ordered(plan.cells, records)
 
 
-def load_interrupted(path: Path) -> tuple[dict, dict, list[Record]]:
+def execute(
+    invocation: Invocation,
+    out: Path,
+    environment: dict[str, Any],
+    done: Sequence[Record] = (),
+    progress: Progress | None = None,
+    show_progress: bool | None = None,
+    new: bool = False,
+) -> Run:
+    """Run what is left of the invocation: its plan's cells not in ``done`` (journaled,
+    saved after every cell), then each stage after it (`scanbench.execution.grown`: a
+    grown run's confirmation cells, then its analysis), the invocation of each stage
+    saved with the records.
+
+    Raises:
+        Interrupted: on SIGINT/SIGTERM, after stopping the running worker; everything
+            finished is in the journal and the results file.
+    """
+    records = tuple(done)
+    progress = progress or Progress(out, len(_plan_of(invocation, out).cells))
+    while True:
+        plan = _plan_of(invocation, out)
+        if _missing(plan, records):
+            records = _measure(invocation, out, environment, records, progress, show_progress, new)
+            new = False  # a later stage's journal is this run's own
+        following = grown.next_stage(invocation, records)
+        if following is None:
+            return Run(environment, invocation, _ordered(plan.cells, records))
+        invocation = following
+        progress.total = len(_plan_of(invocation, out).cells)
+        write_run(out, Run(environment, invocation, _ordered(invocation.plan.cells, records)))
+
+
+def load_interrupted(path: Path) -> tuple[dict, Invocation, list[Record]]:
     """(environment, invocation, records) of an interrupted run: from its journal when
     there is one, else from the results file. Refused while another run writes it."""
     journal_file = journal_path(path)
     refuse_if_in_use(journal_file)
-    if journal_file.exists():
-        return read_journal(journal_file)
-    run = load_run(path)
-    return dict(run.environment), dict(run.invocation), list(run.records)
+    if not journal_file.exists():
+        run = load_run(path)
+        return dict(run.environment), run.invocation, list(run.records)
+    environment, invocation, records = read_journal(journal_file)
+    try:
+        return environment, Invocation.from_json(invocation), records
+    except StoreError as error:
+        raise StoreError(f"{journal_file}: {error}") from None
 
 
-def differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+def differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """What differs between two environments among `RESUME_MUST_MATCH`."""
     return [
         f"{key} {stored.get(key)!r} -> {current.get(key)!r}"
@@ -236,50 +247,25 @@ def differences(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[s
     ]
 
 
-def resumable(out: Path, environment: Mapping[str, Any], invocation: dict, force: bool) -> dict:
+def resumable(
+    out: Path, environment: dict[str, Any], invocation: Invocation, force: bool
+) -> Invocation:
     """The invocation to resume ``out`` with, once this environment is checked against the
     stored one (`differences`): a change is refused, or, with ``force``, recorded under
-    ``resumed_with_differences``. Used by every resume (cells, grown runs)."""
+    ``resumed_with_differences``."""
     changed = differences(environment, collect_environment())
     if changed and not force:
         raise InputError(
             f"cannot resume {out}: the code or environment differs from when it started "
             f"({'; '.join(changed)}); --force resumes anyway"
         )
-    return {**invocation, "resumed_with_differences": changed} if changed else invocation
+    if not changed:
+        return invocation
+    return dataclasses.replace(invocation, resumed_with_differences=tuple(changed))
 
 
-def plan(
-    scenarios: Sequence[str],
-    backends: Sequence[str],
-    sizes: Sequence[str],
-    dtype: str | None,
-    seed: int,
-    devices: Sequence[int | None],
-    timing: TimingConfig,
-    timeout_s: float,
-    probes: bool = True,
-    count_parts: bool = False,
-    params: Mapping[str, Sequence[str]] | None = None,
-    overlap: bool = True,
-    caches: Sequence[str] = (WARM,),
-    remeasure: int = REMEASURE,
-) -> tuple[Plan, dict[str, Any]]:
-    """The cells of a new run (every size x selected cell x device count, every name
-    checked) and the invocation stored with it, which holds the plan (for ``--resume``)
-    and each scenario's facts."""
-    if count_parts and not probes:
-        raise InputError(
-            "--count-parts stores parts of the counts, which --no-probes skips; drop one"
-        )
-    cells = [
-        dataclasses.replace(cell, devices=count, cache=cache)
-        for size in sizes
-        for cell in select(scenarios, backends, size, dtype, seed, params)
-        for count in devices
-        for cache in caches
-    ]
-    chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts, overlap, remeasure)
+def _facts(cells: Sequence[Cell]) -> dict[str, ScenarioFacts]:
+    """Each cell's scenario's facts, by scenario name."""
     facts = {}
     for cell in cells:
         scenario = load(cell.source)  # loaded once per process (scanbench.sources)
@@ -289,16 +275,43 @@ def plan(
             scenario.baseline_backend,
             scenario.description,
             imported_from(cell.source),
-        ).to_json()
-    invocation = {
-        "argv": sys.argv[1:],
-        "sizes": list(sizes),
-        "devices": list(devices),
-        "seed": seed,
-        **chosen.to_json(),
-        "scenarios": facts,
-    }
-    return chosen, invocation
+        )
+    return facts
+
+
+def plan(
+    selection: Selection,
+    timing: TimingConfig | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    probes: bool = True,
+    count_parts: bool = False,
+    overlap: bool = True,
+    remeasure: int = REMEASURE,
+    grow: Sequence[GrowSpec] = (),
+    grow_budget_s: float | None = None,
+    argv: Sequence[str] = (),
+) -> Invocation:
+    """The invocation of a new run, every name checked before anything runs: its plan
+    (every size x selected cell x device count x cache mode, measured with these
+    settings), each scenario's facts, and what the command line (``argv``) asked.
+
+    With ``grow`` (or a ``grow_budget_s``), a grown run: the points of sweeps from the
+    selection's one base size (`scanbench.execution.grown`), each held to the budget.
+    """
+    if count_parts and not probes:
+        raise InputError(
+            "--count-parts stores parts of the counts, which --no-probes skips; drop one"
+        )
+    growth = None
+    if grow or grow_budget_s is not None:
+        cells, sweeps = grown.plan(selection, grow)
+        growth = Growth(sweeps, DEFAULT_BUDGET_S if grow_budget_s is None else grow_budget_s)
+    else:
+        cells = cells_of(selection)
+    timing = timing or TimingConfig()
+    chosen = Plan(tuple(cells), timing, timeout_s, probes, count_parts, overlap, remeasure)
+    origin = CommandLine(tuple(argv), selection.sizes, selection.devices, selection.seed)
+    return Invocation(_facts(cells), chosen, growth, origin)
 
 
 class Stopped(Interrupted):
@@ -318,47 +331,52 @@ class Stopped(Interrupted):
 
 
 def run(
-    chosen: Plan,
-    invocation: Mapping[str, Any],
+    invocation: Invocation,
     out: Path,
     other_outputs: Sequence[str | None] = (),
     force: bool = False,
 ) -> Run:
-    """Check the outputs, collect the environment, run every cell of the plan.
+    """Check the outputs, collect the environment, execute the invocation's plan.
 
     Raises:
         InputError: an output that may not be written (see `check_outputs`).
         Stopped: on SIGINT/SIGTERM, with what was saved.
     """
     check_outputs(out, other_outputs, force)
-    progress = Progress(out, len(chosen.cells))
+    progress = Progress(out, len(_plan_of(invocation, out).cells))
     try:
         with signals_raise():  # a Ctrl-C while the environment is measured: one line too
             environment = collect_environment()
-        return execute(chosen, out, environment, invocation, progress=progress, new=True)
+        return execute(invocation, out, environment, progress=progress, new=True)
     except Interrupted as stop:
         raise Stopped(stop.signum, progress) from None
 
 
 def resume(out: Path, force: bool = False) -> Run:
-    """The missing cells of an interrupted run, with its stored settings.
+    """What is left of an interrupted run (its missing cells, a grown run's stages), with
+    its stored settings.
 
     Raises:
         InputError: no such run, or its code or environment changed (without ``force``).
+        StoreError: a run whose invocation lists no cells.
         Stopped: on SIGINT/SIGTERM, with what was saved.
     """
     if not out.exists() and not journal_path(out).exists():
         raise InputError(f"--resume {str(out)!r}: no such results file or journal")
     environment, invocation, records = load_interrupted(out)
-    chosen = Plan.from_invocation(invocation, out)
-    missing = len({c.key for c in chosen.cells} - {r.key for r in records})
-    if not missing:
-        emit(f"nothing to resume: all {len(chosen.cells)} cells are in {out}")
-        return Run(environment, invocation, tuple(records))
+    plan = _plan_of(invocation, out)
+    if complete(invocation, records):
+        what = f"all {len(plan.cells)} cells are in {out}"
+        if invocation.growth is not None:
+            what = f"the grown run in {out} is complete"
+        emit(f"nothing to resume: {what}")
+        return Run(environment, invocation, _ordered(plan.cells, records))
     invocation = resumable(out, environment, invocation, force)
-    progress = Progress(out, len(chosen.cells))
-    emit(f"resuming {out}: {missing} of {len(chosen.cells)} cells to run")
+    missing = len(_missing(plan, records))
+    stage = f" (a grown run at its {invocation.growth.stage} stage)" if invocation.growth else ""
+    emit(f"resuming {out}: {missing} of {len(plan.cells)} cells to run{stage}")
+    progress = Progress(out, len(plan.cells))
     try:
-        return execute(chosen, out, environment, invocation, records, progress)
+        return execute(invocation, out, environment, records, progress)
     except Interrupted as stop:
         raise Stopped(stop.signum, progress) from None

@@ -20,10 +20,10 @@ ties broken by the cell's key, each to the shard with the least expected load so
 (ties to the lowest index), which is at most 4/3 of the best possible makespan.
 
 A shard is an ordinary run file whose invocation says which shard of which run it is
-(`ShardFacts`, under ``invocation.shard``): the run id (the same on every machine), N,
-the hash of the whole run's cell list, where this shard's cells sit in it, every shard's
-expected cost and a digest of each scenario's source file. `scanbench.execution.gathering`
-checks these when it merges the shards.
+(`scanbench.invocation.ShardFacts`, under ``invocation.shard``): the run id (the same on
+every machine), N, the hash of the whole run's cell list, where this shard's cells sit in
+it, every shard's expected cost and a digest of each scenario's source file.
+`scanbench.execution.gathering` checks these when it merges the shards.
 
 Example:
     >>> parse_shard("2/3")
@@ -45,9 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from ..api import InputError, StoreError
+from ..cells import Cell
+from ..invocation import Invocation, ShardFacts
+from ..sampling import TimingConfig
 from ..sources import load
-from ..timing import TimingConfig
-from .cells import Cell
 
 UNITS = ("table", "cell")  # what the split keeps together (--shard-by)
 SHARD_PATTERN = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -249,81 +250,6 @@ def balance(loads_per_shard: Sequence[Sequence[float]]) -> tuple[float, float, f
     return longest, mean, (longest / mean if mean > 0 else 1.0)
 
 
-@dataclasses.dataclass(frozen=True)
-class ShardFacts:
-    """What a shard's results file says of the run it belongs to (``invocation.shard``).
-
-    ``positions`` are this shard's cells' places in the whole run's list (whose hash is
-    ``cells_hash`` and length ``cells_total``); ``expected_s`` is every shard's expected
-    seconds, from ``costs`` (``model``, ``results FILE`` or ``history DIR``);
-    ``scenario_versions`` the digest of each scenario's source file (`scenario_version`).
-    """
-
-    run_id: str
-    index: int
-    count: int
-    unit: str
-    cells_hash: str
-    cells_total: int
-    positions: tuple[int, ...]
-    costs: str
-    expected_s: tuple[float, ...]
-    scenario_versions: Mapping[str, str]
-
-    @property
-    def spec(self) -> ShardSpec:
-        return ShardSpec(self.index, self.count)
-
-    def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["positions"] = list(self.positions)
-        data["expected_s"] = list(self.expected_s)
-        data["scenario_versions"] = dict(self.scenario_versions)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any, where: str = "invocation.shard") -> ShardFacts:
-        """Parse stored facts; `StoreError` naming the first field that is wrong."""
-        if not isinstance(data, dict):
-            raise StoreError(f"{where} must be an object, got {data!r:.60}")
-        names = {field.name for field in dataclasses.fields(cls)}
-        if set(data) != names:
-            wrong = sorted(set(data) ^ names)
-            raise StoreError(f"{where}: missing or unknown fields: {', '.join(wrong)}")
-        ints = ("index", "count", "cells_total")
-        for name in ints:
-            if not isinstance(data[name], int) or isinstance(data[name], bool):
-                raise StoreError(f"field '{where}.{name}' must be an int, got {data[name]!r:.60}")
-        for name in ("run_id", "unit", "cells_hash", "costs"):
-            if not isinstance(data[name], str):
-                raise StoreError(f"field '{where}.{name}' must be a string")
-        if not 1 <= data["index"] <= data["count"]:
-            raise StoreError(f"field '{where}.index' must be in 1..count, got {data['index']}")
-        positions = data["positions"]
-        if not isinstance(positions, list) or not all(
-            isinstance(p, int) and 0 <= p < data["cells_total"] for p in positions
-        ):
-            raise StoreError(f"field '{where}.positions' must list cell positions")
-        expected = data["expected_s"]
-        if not isinstance(expected, list) or len(expected) != data["count"]:
-            raise StoreError(f"field '{where}.expected_s' must hold one number per shard")
-        versions = data["scenario_versions"]
-        if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
-            raise StoreError(f"field '{where}.scenario_versions' must map names to digests")
-        return cls(
-            data["run_id"],
-            data["index"],
-            data["count"],
-            data["unit"],
-            data["cells_hash"],
-            data["cells_total"],
-            tuple(positions),
-            data["costs"],
-            tuple(float(x) for x in expected),
-            dict(versions),
-        )
-
-
 def default_run_id(cells: Sequence[Cell], count: int, unit: str, costs: str) -> str:
     """The run id every machine derives alike from the same command: a digest of the
     cell list, N, the unit and where the costs came from. Two runs of the same command
@@ -406,18 +332,10 @@ def split(
     )
 
 
-def restrict(plan: Any, invocation: Mapping[str, Any], chosen: Split, index: int):
-    """(plan, invocation) of shard ``index`` of a planned run: only its cells, and its
-    `ShardFacts` under ``invocation.shard`` (a shard resumes as any run does)."""
-    mine = dataclasses.replace(plan, cells=chosen.cells_of(index))
-    return mine, {**invocation, **mine.to_json(), "shard": chosen.facts(index).to_json()}
-
-
-def facts_of(invocation: Mapping[str, Any]) -> ShardFacts | None:
-    """The shard facts of a stored invocation, or None for a run that is not a shard.
-
-    Raises:
-        StoreError: the facts are malformed.
-    """
-    stored = invocation.get("shard")
-    return None if stored is None else ShardFacts.from_json(stored)
+def restrict(invocation: Invocation, chosen: Split, index: int) -> Invocation:
+    """The invocation of shard ``index`` of a planned run: only its cells, and its
+    `ShardFacts` (a shard resumes as any run does)."""
+    if invocation.plan is None:
+        raise InputError("a run without a plan of cells cannot be split into shards")
+    plan = dataclasses.replace(invocation.plan, cells=chosen.cells_of(index))
+    return dataclasses.replace(invocation, plan=plan, shard=chosen.facts(index))

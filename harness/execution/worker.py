@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..api import WARM, Backend, Counts, MismatchError, Record, Scenario, Size
+from ..cells import Cell, scenario_of
 from ..checks import InputSnapshot, check_again, check_of, checked_error, stateful_or
 from ..environment import collect, device_info
 from ..probes.caches import evictor
@@ -42,16 +43,16 @@ from ..probes.passes import count_cell, counts_per_call
 from ..probes.rates import measure_rates
 from ..probes.usage import Meter
 from ..safe_files import write_json_atomic
+from ..sampling import TimingConfig
 from ..sharding.distributed import (
     COORDINATOR,
     cell_device_info,
     initialize_distributed,
 )
 from ..stages import COUNTING_STAGE, ESTIMATE_STAGE, SAMPLING_STAGE
-from ..timing import TimingConfig, repeat, time_call
+from ..timing import repeat, time_call
 from ..units import format_seconds
 from ..xla_options import flags_in_effect
-from .cells import Cell, scenario_of
 from .heartbeat import PROGRESS_FILE, Beacon
 from .quiet_link import Pauses, QuietLink
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import tomli_w
 
 from ..api import InputError, Record, UnknownNameError
-from ..execution.cells import Cell, cell
+from ..cells import Cell, cell
 from ..execution.launcher import count_cells, measuring, run_cells
 from ..safe_files import write_text_atomic
+from ..sampling import TimingConfig
 from ..sources import load, resolve
-from ..timing import TimingConfig
 from .decide import (
     Calibration,
     Outcome,

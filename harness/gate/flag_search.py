@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from ..api import HarnessError, UnknownNameError
-from ..execution.cells import Cell, scenario_of
+from ..cells import Cell, scenario_of
 from ..sources import shortest
 from ..xla_options import flags_in_effect, merge, refusals, same_settings
 from .environments import Environment

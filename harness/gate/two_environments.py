@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from ..api import InputError
-from ..execution.cells import Cell
-from ..execution.cells import cell as selected_cell
+from ..cells import Cell
+from ..cells import cell as selected_cell
 from ..execution.launcher import run_cell_in_worker
 from ..import_path import with_import_root
+from ..sampling import TimingConfig
 from ..sources import shortest
 from ..statistics import median_interval
-from ..timing import TimingConfig
 from .decide import paired_decision
 from .environments import Environment, probe, requirement_venv
 from .interleave import Side, measure_blocks, project_root

@@ -16,5 +16,9 @@ One concept per module:
 - `crossover`: where two fits cross, the ratio's trend where they do not, confirmations;
 - `analysis`: a sweep's records -> its lines, fits, crossovers, trends, the user's size;
 - `budget`: which points are skipped, predicted from the points before them;
-- `sweep`: a grown run (cells in workers, then the confirmations), resumable.
+- `in_process`: a sweep of functions in this process (the notebook API).
+
+A grown run is a run like any other, planned, executed and resumed by
+`scanbench.execution.runner` (its stages: `scanbench.execution.grown`); what it stores
+of its sweeps is `scanbench.invocation.Growth`.
 """

@@ -8,7 +8,7 @@ part of the swept axis itself (`scanbench.api.Backend.reducible_to` along the ax
 scaled copy of a smaller one and is not fitted either; one measured on part of another
 axis is fitted, marked as scaled.
 
-The analysis is stored with the run (``invocation["growth"]["analysis"]``, `to_json`) and
+The analysis is stored with the run (`scanbench.invocation.Growth.analysis`, `to_json`) and
 the reports render it; numbers only, text is the reports' (`scanbench.reports.growth_section`).
 """
 

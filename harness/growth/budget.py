@@ -26,6 +26,7 @@ from ..units import format_seconds
 from .fit import predict_call_s
 
 PREDICTED = "growth_predicted_s"  # Record.extra key: a skipped point's predicted call
+DEFAULT_BUDGET_S = 1.0  # --grow-budget when not given: seconds per call
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..api import (
+from .api import (
     CACHE_MODES,
     WARM,
     HarnessError,
@@ -19,8 +19,8 @@ from ..api import (
     cache_suffix,
     param_suffix,
 )
-from ..sources import catalogue, load, resolve
-from ..timing import TimingConfig
+from .sampling import TimingConfig
+from .sources import catalogue, load, resolve
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +148,50 @@ def select(
                 "--param", name, sorted(declared) or ["(none)"], "the selected backends"
             )
     return cells
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The cells a user names (``scanbench run``'s options), before they are checked:
+    every size x selected backend (x ``--param`` value) x device count x cache mode.
+
+    Attributes:
+        scenarios: catalogue names or sources; empty: every scenario of the catalogue.
+        backends: backend names; empty: every backend of each scenario.
+        sizes: size names every selected scenario defines.
+        dtype: ``None`` for each scenario's default dtype.
+        seed: the input seed.
+        devices: device counts (``None``: the worker's devices as they are).
+        params: ``{name: [value, ...]}`` (``--param``, see `select`).
+        caches: cache modes (``--cache``).
+    """
+
+    scenarios: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ("default",)
+    dtype: str | None = None
+    seed: int = 0
+    devices: tuple[int | None, ...] = (None,)
+    params: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+    caches: tuple[str, ...] = (WARM,)
+
+
+def cells_of(selection: Selection) -> list[Cell]:
+    """The cells a selection names, size by size, every name checked."""
+    return [
+        dataclasses.replace(cell, devices=count, cache=cache)
+        for size in selection.sizes
+        for cell in select(
+            selection.scenarios,
+            selection.backends,
+            size,
+            selection.dtype,
+            selection.seed,
+            selection.params,
+        )
+        for count in selection.devices
+        for cache in selection.caches
+    ]
 
 
 def cell_spec(
