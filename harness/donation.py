@@ -15,7 +15,7 @@ platform does not implement it, and the timed calls then measured no donation.
 
 The copies XLA still inserts *with* a donation (an aliased parameter that is read after
 the output is written into it) are counted statically from the optimized HLO by
-`scanbench.probes.donation`.
+`scanbench.probes.aliasing`.
 
 Example:
     >>> import jax, jax.numpy as jnp

@@ -146,7 +146,7 @@ def compiled_backend(
             (``Backend.setup``), they are copied afresh from the prepared values, and
             the copies the previous call got must have been deleted by it, else the
             cell fails (`scanbench.donation.DonationError`); the copies XLA still made
-            are counted from the HLO (`scanbench.probes.donation`).
+            are counted from the HLO (`scanbench.probes.aliasing`).
     """
     donate = tuple(donate)
     return Backend(

@@ -19,7 +19,7 @@ from scanbench.execution.cells import Cell
 from scanbench.execution.worker import run_cell
 from scanbench.gate.interleave import ServedCell, Side
 from scanbench.gate.rules import BaselineRule
-from scanbench.probes.donation import aliases, donation_facts
+from scanbench.probes.aliasing import aliases, donation_facts
 from scanbench.timing import TimingConfig
 
 ROOT = Path(__file__).resolve().parent.parent

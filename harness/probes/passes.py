@@ -22,10 +22,10 @@ from ..api import Backend, Scenario, Size
 from ..counts import Counts
 from ..stages import COUNTING_STAGE, MEMORY_STAGE, PREPARING_STAGE
 from ..timing import call_and_wait
+from .aliasing import donation_facts
 from .compilations import count_compilations
 from .conversions import counting as counting_conversions
 from .conversions import summarize as summarize_conversions
-from .donation import donation_facts
 from .extrapolation import POINTS, linear_counts
 from .gpu import command_buffers_enabled, count_gpu_events
 from .hlo import estimate, summarize
