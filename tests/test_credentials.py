@@ -153,12 +153,14 @@ def test_the_environment_stores_the_remote_without_its_token(tmp_path):
 
 
 def test_every_written_text_and_every_read_results_file_is_redacted(tmp_path):
+    from scanbench.invocation import CommandLine, Invocation
     from scanbench.results import Run, load_run, write_run
     from scanbench.safe_files import write_text_atomic
 
     leaky = f"https://x-access-token:{GH_SERVER}@github.com/o/r.git"
     git = {"commit": "a" * 40, "remote": leaky}
-    run = Run({"git": git, "note": f"token {GL_PAT}"}, {"argv": [leaky]}, ())
+    invocation = Invocation(origin=CommandLine((leaky,)))
+    run = Run({"git": git, "note": f"token {GL_PAT}"}, invocation, ())
     path = write_run(tmp_path / "run.json", run)
     text = path.read_text()
     assert GH_SERVER not in text and GL_PAT not in text

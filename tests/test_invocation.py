@@ -36,7 +36,7 @@ def test_every_committed_results_file_loads_and_writes_back_what_it_read(path):
     assert written["schema_version"] == INVOCATION_VERSION
     assert Invocation.from_json(written) == invocation
     # the same keys (the version added, and for older files the settings they lacked)
-    added = {"schema_version", "overlap", "count_parts"}
+    added = {"schema_version", "overlap", "count_parts", "remeasure"}
     assert set(stored) <= set(written) and set(written) - set(stored) <= added
     assert written["cells"][0]["source"].endswith(stored["cells"][0]["source"].rsplit("/")[-1])
 

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from scanbench.api import Record
+from scanbench.cells import Selection
 from scanbench.execution import runner
 from scanbench.execution.interference import Interference, SetAside, with_slow_spell
 from scanbench.execution.remeasure import SET_ASIDE_STAGE, remeasured
@@ -103,20 +104,16 @@ def test_a_run_measures_a_planted_spell_again_reports_it_and_the_gate_does_not_d
     The ``planted`` backend slows itself 5x for a quarter of its 40 samples in every
     worker, so both measurements are disturbed and the second is kept, marked."""
     size = planted.SCENARIO.size("obvious")
-    plan, invocation = runner.plan(
-        [file_source(SPELLS)],
-        ["planted"],
-        ["obvious"],
-        None,
-        seed=1,
-        devices=[None],
+    selection = Selection((file_source(SPELLS),), ("planted",), ("obvious",), seed=1)
+    invocation = runner.plan(
+        selection,
         timing=planted.timing(size["samples"]),
         timeout_s=120,
         probes=False,
         remeasure=1,
     )
     out = tmp_path / "spells.json"
-    runner.execute(plan, out, {"platform": "cpu"}, invocation)  # the environment: not needed
+    runner.execute(invocation, out, {"platform": "cpu"})  # the environment: not needed
     run = load_run(out)
     (cell,) = run.records
     first, last = planted.window(size["samples"], seed=1)
