@@ -187,7 +187,8 @@ def test_cli_report_writes_both_files(tmp_path, capsys):
     md, page = tmp_path / "r.md", tmp_path / "r.html"
     assert main(["report", str(TDMA), str(TOY), "--md", str(md), "--html", str(page)]) == 0
     assert "## toy / smoke / float64 / cpu:cpu" in md.read_text()
-    assert "Time vs size: toy / float64" in images(page.read_text())
+    # one size: one bar per backend (its speedup), no size axis
+    assert "Speedup over good: toy / smoke / float64 / cpu:cpu" in images(page.read_text())
     assert f"report: {page}" in capsys.readouterr().err
 
 
