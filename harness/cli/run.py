@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from ..cells import Selection
+from ..growth.points import parse_grow
 from ..results import Run, load_run
 from ..sampling import TimingConfig
-from ..sharding.distributed import distributed_settings
 from .options import cell_options, comma_list, number, params, positive, scenarios
 
 HELP = "run cells and store a results JSON file"
@@ -155,8 +155,8 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution import runner  # SciPy and the process machinery: not for --help
-    from ..growth.points import parse_grow
+    from ..execution import runner
+    from ..sharding.distributed import distributed_settings
 
     if args.resume:
         return finish(runner.resume(Path(args.resume), args.force), Path(args.resume), args)
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
 def finish(measured: Run, out: Path, args: argparse.Namespace) -> int:
     """Write the reports of what was stored, print the markdown and where the results
     are; exit 1 when a cell failed."""
-    from scanbench.reports.written import write_reports  # pandas and matplotlib: only at the end
+    from scanbench.reports.written import write_reports
 
     stored = load_run(out) if out.exists() else measured  # reports read what was stored
     markdown = write_reports([stored], (), args.md, args.html)

@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+import jax
+
 from ..api import WARM, Backend, Counts, MismatchError, Record, Scenario, Size
 from ..cells import Cell, scenario_of
 from ..checks import InputSnapshot, check_again, check_of, checked_error, stateful_or
@@ -57,8 +59,6 @@ from .quiet_link import Pauses, QuietLink
 
 def configure_jax(dtype: str) -> bool:
     """Enable 64-bit JAX for float64 cells (a process-wide flag: one cell per process)."""
-    import jax
-
     x64 = dtype == "float64"
     jax.config.update("jax_enable_x64", x64)
     return x64
@@ -196,8 +196,6 @@ def measure(
         if configure_x64:
             base["x64"] = configure_jax(target.dtype)
         else:
-            import jax
-
             base["x64"] = bool(jax.config.jax_enable_x64)
         base["device"] = {**device_info(), **cell_device_info()}
         measured = _measure(
@@ -222,7 +220,7 @@ def measure(
     beacon.stop()
     stats: dict[str, Any] = {}
     if measured.samples and summarize:
-        from ..statistics import summarize_scaled  # scipy.stats (~0.9 s): not in every worker
+        from ..statistics import summarize_scaled
 
         stats = summarize_scaled(measured.samples, timing.confidence, target.seed, measured.factor)
     return Record(
@@ -486,9 +484,7 @@ def leave(code: int) -> NoReturn:
     a 62-cell bench) and does nothing the parent reads. A multi-process run is left
     properly first (``jax.distributed.shutdown``, what JAX's own exit hook does), and the
     standard streams are flushed."""
-    if COORDINATOR in os.environ and "jax" in sys.modules:
-        import jax
-
+    if COORDINATOR in os.environ:
         jax.distributed.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

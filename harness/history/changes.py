@@ -40,13 +40,14 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import ruptures
+from scipy.stats import median_abs_deviation
 
 from ..counts import COUNT_KEYS, KEYS
-from .series import Series, Timeline
+from .series import MIN_FACTOR, Series, Timeline
 
 MIN_POINTS = 8
 MIN_SIZE = 2  # commits per level (ruptures' l1 cost allows no fewer either)
-MIN_FACTOR = 1.05
 PENALTY_SCALE = 3.0
 NOISE_FLOOR = 0.005  # log units: 0.5%
 TOLERANCE = 1e-9  # counts are exact; this only absorbs float scaling
@@ -96,10 +97,6 @@ def fit(
 ) -> Fit | None:
     """Change points of a series of log median times (and the log bounds of their
     intervals, NaN where unknown); None below `MIN_POINTS` points."""
-    # ruptures and SciPy: imported when there is a series to fit, not at start-up
-    import ruptures
-    from scipy.stats import median_abs_deviation
-
     y = np.asarray(log_times, dtype=float)
     n = len(y)
     if n < MIN_POINTS:

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import jax
+
 from .buffer_assignment import temporaries
 from .gpu import device_peak
 from .peak import MeasuredPeak
@@ -158,16 +160,12 @@ def call_peak(call: Callable[[], Any], platform: str) -> tuple[Any, MeasuredPeak
     """`scanbench.probes.gpu.device_peak` over the local devices on GPU/TPU, `rss_peak`
     otherwise."""
     if platform in ("gpu", "cuda", "rocm", "tpu"):
-        import jax
-
         return device_peak(call, lambda: [d.memory_stats() for d in jax.local_devices()])
     return rss_peak(call)
 
 
 def tree_nbytes(tree: Any) -> int:
     """Bytes of the array leaves of a pytree (NumPy or JAX arrays; scalars count 0)."""
-    import jax
-
     return sum(int(getattr(leaf, "nbytes", 0) or 0) for leaf in jax.tree.leaves(tree))
 
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
+import jax
+
 from ..api import Backend, Scenario, Size
 from ..counts import Counts
 from ..stages import COUNTING_STAGE, MEMORY_STAGE, PREPARING_STAGE
@@ -279,8 +281,6 @@ def cell_facts(backend: Backend, prepared: Any) -> dict[str, Any]:
     ``Facts`` as JSON): one counted call (`count_cell`), each executable's HLO summary
     (`scanbench.probes.hlo.summarize`) and planned argument and temporary bytes, and this
     process's versions, XLA flags and device."""
-    import jax
-
     device = jax.devices()[0]
     counts = Counts.from_json(count_cell(backend, prepared, device.platform)).per_call()
     executables: dict[str, dict[str, Any]] = {}
