@@ -45,8 +45,8 @@ SCAN_STEPS = 1000
 
 def _median_time(fn: Callable[[], Any], repeats: int) -> float:
     """Median seconds of ``fn()``. As in the timing loop, a result is freed after the
-    clock stopped (freeing a 64 MiB array took ~8 ms here: timed, it made ``device_put``
-    look 20% slower than the same put timed in a cell)."""
+    clock stopped (freeing a large array is slow: timed, it made ``device_put`` look
+    slower than the same put timed in a cell)."""
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -206,11 +206,11 @@ def profiler_event_cost(sessions: int = 5, around: int = 3) -> dict[str, float]:
     (events counted as `scanbench.probes.trace.flatten` keeps them, as the spans do).
 
     Measured as the counting pass records a cell: one call in a fresh profiler session.
-    Later calls of a session cost more (its buffers grow: 4.5 ms, then up to 6 ms, for a
-    3.5 ms untraced call here), so a mean over several calls of one session overstated the
-    cost of a cell's single traced call. Each of ``sessions`` sessions compares its call
-    with the median of the ``around`` untraced calls before and after it; the cost is the
-    median over sessions (one session's value ranged 0-650 ns per event here)."""
+    Later calls of a session cost more (its buffers grow), so a mean over several calls of
+    one session overstated the cost of a cell's single traced call. Each of ``sessions``
+    sessions compares its call with the median of the ``around`` untraced calls before
+    and after it; the cost is the median over sessions, one session's value being noisy
+    (performance log, 2026-11-23, "The profiler's cost per event")."""
     x = jnp.zeros(SCAN_CARRIES[-1], jnp.float32)  # large enough for per-iteration kernels
     scan = jax.jit(
         lambda x: lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, None, length=2 * SCAN_STEPS)[0]
