@@ -16,22 +16,23 @@ import nox
 nox.options.sessions = ["tests", "lint", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 # uv when it is installed (`pip install "nox[uv]"`, as the README and .ci/run do): a fresh
-# venv with jax, numba, scipy, pandas, matplotlib takes ~11 s instead of pip's ~30 s
-# (measured here, cold caches); plain virtualenv + pip otherwise
+# venv is made several times faster than with pip (performance log, 2026-11-23, "nox with
+# uv"); plain virtualenv + pip otherwise
 nox.options.default_venv_backend = "uv|virtualenv"
 
 
 def _install(session: nox.Session, *args: str) -> None:
     """``pip install *args`` into the session's venv, whose commands may write bytecode.
 
-    Every cell is a fresh interpreter that imports jax, numba, scipy...: ~0.8 s from cached
-    bytecode, ~1.8 s from source. Python writes the bytecode of what it imports (into the
+    Every cell is a fresh interpreter that imports jax, numba, scipy...: from cached
+    bytecode in about half the time it takes from source. Python writes the bytecode of
+    what it imports (into the
     venv and this checkout's ignored __pycache__/) unless PYTHONDONTWRITEBYTECODE is set,
     as it is on some CI images and VMs (this one): the session's commands get it empty
-    (Python then writes), so the first workers write it and the others read it (~1.6 s
-    once). Compiling every file at install instead (uv's UV_COMPILE_BYTECODE, pip's
-    default) took 8.8 s for 6,975 files. nox itself and the rest of the machine keep the
-    setting.
+    (Python then writes), so the first workers write it and the others read it.
+    Compiling every file at install instead (uv's UV_COMPILE_BYTECODE, pip's default)
+    costs more than that (performance log, 2026-11-24, "Bytecode written on import").
+    nox itself and the rest of the machine keep the setting.
     """
     session.env["PYTHONDONTWRITEBYTECODE"] = ""
     session.install(*args)

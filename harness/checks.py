@@ -22,6 +22,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import numpy as np
 
 from .api import HarnessError, MismatchError
@@ -98,8 +99,6 @@ def stateful_or(error: MismatchError, again: Callable[[], Any], first: Any) -> M
 
 
 def _leaves_with_paths(tree: Any) -> list[tuple[str, Any]]:
-    import jax
-
     flat, _ = jax.tree_util.tree_flatten_with_path(tree)
     return [(jax.tree_util.keystr(path) or "(root)", leaf) for path, leaf in flat]
 

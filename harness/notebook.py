@@ -28,9 +28,11 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import jax
 import numpy as np
+import pandas as pd
 
 from scanbench.reports.frame import MIN_SAMPLES, NOT_JITTED, records_frame
 from scanbench.reports.growth_section import growth_sections
@@ -65,9 +67,6 @@ from .probes.rates import measure_rates
 from .results import Run
 from .sampling import TimingConfig
 from .sources import pickle_directory, write_pickled
-
-if TYPE_CHECKING:  # pandas is imported by records_frame when a table is built
-    import pandas
 
 NAME = "functions"
 API = "scanbench.notebook.compare"  # the stored invocation's origin
@@ -145,8 +144,6 @@ def _leaves(tree: Any) -> list[tuple[str, np.ndarray]]:
     """(path as a reader names it, leaf as a host array) of every leaf; a Python float or
     complex leaf takes JAX's default precision (float32 unless x64 is on), the precision
     the function computed it in."""
-    import jax
-
     flat, _ = jax.tree_util.tree_flatten_with_path(tree)
     default = np.float64 if jax.config.jax_enable_x64 else np.float32
     leaves = []
@@ -168,8 +165,6 @@ def _set_up_then(setup: Callable[[], Any] | None, function: Callable[..., Any], 
 
 
 def _host(tree: Any) -> Any:
-    import jax
-
     return jax.tree.map(np.asarray, jax.block_until_ready(tree))
 
 
@@ -383,8 +378,6 @@ def scenario_of(
 
 
 def _dtype() -> str:
-    import jax
-
     return "float64" if jax.config.jax_enable_x64 else "float32"
 
 
@@ -450,7 +443,7 @@ def compare(
     grow: Mapping[str, Sequence[int] | Mapping[int, Any]] | None = None,
     args_for: Callable[[int], Any] | None = None,
     grow_budget_s: float = DEFAULT_BUDGET_S,
-) -> pandas.DataFrame:
+) -> pd.DataFrame:
     """Time, check, count and diagnose each function on ``args`` (see the module doc).
 
     Args:
@@ -689,7 +682,7 @@ def compare_grown(
     probes: bool,
     isolate: bool,
     **options,
-) -> pandas.DataFrame:
+) -> pd.DataFrame:
     """`compare` along an axis (``grow=``): every function at every point, fitted, its
     crossovers measured; the same analysis as ``scanbench run --grow``
     (`scanbench.growth`).
@@ -754,8 +747,6 @@ def compare_grown(
 
 def fits_frame(analysis: SweepAnalysis):
     """One row per function: its fitted costs and exact count lines (`compare_grown`)."""
-    import pandas as pd
-
     rows = {}
     for line in analysis.lines:
         row: dict[str, Any] = {"points": 0, "skipped": sum(p.status != "ok" for p in line.points)}
@@ -785,8 +776,6 @@ def fits_frame(analysis: SweepAnalysis):
 
 def points_frame(analysis: SweepAnalysis):
     """One row per function and point: the value, status, median and its interval."""
-    import pandas as pd
-
     axis = analysis.sweep.axis
     rows = [
         {

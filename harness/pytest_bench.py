@@ -19,6 +19,9 @@ import os
 import warnings
 from typing import Any
 
+import jax
+import pytest
+
 from .api import MismatchError, Scenario
 from .checks import InputSnapshot, check_again, check_of, checked_error, stateful_or
 from .environment import device_info
@@ -40,9 +43,6 @@ def benchmark_backend(
     Returns the ``extra_info`` it stored. Skips the test (``pytest.skip``) when the
     backend does not run at ``size_name``.
     """
-    import jax
-    import pytest
-
     dtype = dtype or scenario.dtypes[0]
     if dtype == "float64":  # process-wide; float32 cells stay float32 with it on
         jax.config.update("jax_enable_x64", True)

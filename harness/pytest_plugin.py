@@ -12,6 +12,9 @@ finite and the same after the timed rounds, every round waiting for the result),
 one call, and puts the per-call counts in ``benchmark.extra_info`` (``--benchmark-json``
 keeps them). It also adds JAX's versions, backend, devices and x64 flag to
 pytest-benchmark's ``machine_info``.
+
+The plugin loads in every pytest run of the environment it is installed in, so JAX and
+the measuring modules are imported by the hook and the fixture that use them.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ class Measured:
 
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Add what decides a JAX benchmark's speed to pytest-benchmark's machine info."""
-    # here, not at the top: the plugin loads in every pytest run of the environment
     import jax
 
     from .environment import device_info
@@ -55,7 +57,6 @@ def scanbench(benchmark) -> Callable[..., Measured]:
     """``scanbench(function, *args, name=None, strategy="library", setup=None,
     check=True) -> Measured``; ``setup()`` runs untimed before every call (a function
     that keeps state), ``check=False`` times it without comparing its output."""
-    # here, not at the top: the plugin loads in every pytest run of the environment
     from .diagnosis import Facts, diagnose
     from .notebook import _dtype, scenario_of
     from .pytest_bench import benchmark_backend

@@ -138,7 +138,7 @@ def write_pickled(scenarios: Mapping[str, Scenario], path: str | Path) -> Path:
     Raises:
         InputError: something in a scenario cannot be pickled (named in the message).
     """
-    import cloudpickle  # not at the top: only the notebook API's isolate=True needs it
+    import cloudpickle
 
     try:
         data = cloudpickle.dumps(dict(scenarios))

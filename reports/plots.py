@@ -16,6 +16,7 @@ import json
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from .tables import format_seconds, number
@@ -66,8 +67,6 @@ def _bar_figure(rows: int) -> tuple[Figure, object]:
 
 
 def _strategy_legend(axes, strategies) -> None:
-    from matplotlib.patches import Patch
-
     handles = [Patch(color=_color(s), label=s) for s in dict.fromkeys(strategies)]
     axes.legend(handles=handles, title="strategy", loc="upper left", bbox_to_anchor=(1.01, 1))
 

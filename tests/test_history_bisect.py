@@ -230,7 +230,7 @@ def _level(tree: Path) -> str:
 
 def test_a_counts_bisect_steps_around_what_cannot_be_measured(monkeypatch, plain_repo):
     from scanbench.api import HarnessError
-    from scanbench.cli.bisect import _conclusion
+    from scanbench.history.bisection_text import conclusion
 
     def counts(rule, tree, home, timeout_s):
         level = _level(tree)
@@ -249,7 +249,7 @@ def test_a_counts_bisect_steps_around_what_cannot_be_measured(monkeypatch, plain
     assert [s.role for s in steps[:2]] == [bisect.Role.GOOD, bisect.Role.BAD]
     assert [s.mark for s in steps if s.role == "step"][-1] == Mark.BAD
     assert result.differences[0].name == "dispatches"
-    text = _conclusion(result, "https://github.com/o/r.git")
+    text = conclusion(result, "https://github.com/o/r.git")
     assert f"https://github.com/o/r/commit/{shas[5]}" in text
     assert "head adds 50 dispatches per call (1 -> 51)" in text
     skipped = [s for s in steps if s.mark == Mark.SKIP]
@@ -258,7 +258,7 @@ def test_a_counts_bisect_steps_around_what_cannot_be_measured(monkeypatch, plain
 
 
 def test_an_undecided_time_step_stops_the_search_with_the_commits_left(monkeypatch, plain_repo):
-    from scanbench.cli.bisect import _conclusion
+    from scanbench.history.bisection_text import conclusion
 
     def time_step(rule, sides, how, seed):
         level = _level(sides["candidate"].root)
@@ -274,7 +274,7 @@ def test_an_undecided_time_step_stops_the_search_with_the_commits_left(monkeypat
     result = bisect.Bisect(rule, repo, good, bad, how, 60.0, lambda step: None).run()
     assert result.status is bisect.Status.UNDECIDED and result.mode is bisect.Mode.TIME
     assert [r.sha for r in result.candidates] == shas[4:6]  # the noisy one, or the next
-    text = _conclusion(result, None)
+    text = conclusion(result, None)
     assert text.startswith(
         f"not pinned down (a step stayed undecided): the first slower "
         f"commit is one of {shas[4][:7]}, {shas[5][:7]}"

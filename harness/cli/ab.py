@@ -7,6 +7,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from ..cells import select
+from ..gate.rules import Settings, load_gates
 from ..safe_files import write_text_atomic
 from .gate import DEFAULT_GATES
 from .options import cell_options, params, positive, scenarios
@@ -57,12 +59,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    # the process machinery and SciPy: not for --help
-    from ..cells import select
-    from ..gate.environments import parse_assignments
-    from ..gate.render import comparison_html, comparison_markdown
-    from ..gate.rules import Settings, load_gates
-    from ..gate.two_environments import Change, SideSpec, compare_environments
+    from ..gate import environments, render, two_environments
 
     cells = select(scenarios(args), args.backend, args.size, args.dtype, args.seed, params(args))
     # only the [settings] are read: without a gate file (the default's missing), defaults
@@ -71,20 +68,20 @@ def run(args: argparse.Namespace) -> int:
     if args.blocks:
         settings = dataclasses.replace(settings, blocks=args.blocks)
     a, b = (
-        SideSpec(
+        two_environments.SideSpec(
             side.upper(),
             getattr(args, f"{side}_python"),
             tuple(getattr(args, f"{side}_requirements")),
-            parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env"),
+            environments.parse_assignments(getattr(args, f"{side}_env"), f"--{side}-env"),
         )
         for side in ("a", "b")
     )
-    comparisons, sides = compare_environments(cells, a, b, settings, args.timeout)
-    text = comparison_markdown(comparisons, sides, settings.confidence, settings.delta)
+    comparisons, sides = two_environments.compare_environments(cells, a, b, settings, args.timeout)
+    text = render.comparison_markdown(comparisons, sides, settings.confidence, settings.delta)
     print(text)
     if args.md:
         write_text_atomic(args.md, text)
     if args.html:
-        page = comparison_html(comparisons, sides, settings.confidence, settings.delta)
+        page = render.comparison_html(comparisons, sides, settings.confidence, settings.delta)
         write_text_atomic(args.html, page)
-    return 1 if any(c.verdict == Change.SLOWER for c in comparisons) else 0
+    return 1 if any(c.verdict == two_environments.Change.SLOWER for c in comparisons) else 0

@@ -13,9 +13,11 @@ undecided after its re-measurements, or the commits left could not be measured).
 from __future__ import annotations
 
 import argparse
+import subprocess
 
 from ..api import InputError
 from ..cells import cell
+from ..credentials import public_url
 from ..gate.rules import BaselineRule, Settings, load_gates
 from ..sources import resolve
 from .options import number, positive
@@ -94,146 +96,35 @@ def _rule(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    # git, JAX workers and SciPy: not for --help (start-up cost)
     from ..gate.interleave import project_root
-    from ..history.bisection import Bisect, Status, TimeSettings
-    from ..history.bisection import resolve as revision
+    from ..history import bisection, bisection_text
 
     rule, settings = _rule(args)
     repository = project_root()
-    good = revision(repository, args.good, "GOOD")
-    bad = revision(repository, args.bad, "BAD")
-    time = TimeSettings(1 + rule.delta, settings, args.retries, args.timeout) if args.time else None
-    search = Bisect(rule, repository, good, bad, time, args.timeout, _print_step)
-    print(_header(search), flush=True)
+    good = bisection.resolve(repository, args.good, "GOOD")
+    bad = bisection.resolve(repository, args.bad, "BAD")
+    time = (
+        bisection.TimeSettings(1 + rule.delta, settings, args.retries, args.timeout)
+        if args.time
+        else None
+    )
+
+    def show(step: bisection.Step) -> None:
+        print(bisection_text.step_line(step), flush=True)
+
+    search = bisection.Bisect(rule, repository, good, bad, time, args.timeout, show)
+    print(bisection_text.header(search), flush=True)
     result = search.run()
-    print(_conclusion(result, _remote(repository)))
-    return {Status.FOUND: 0, Status.NO_CHANGE: 1}.get(result.status, 3)
-
-
-def _print_step(step) -> None:
-    print(_step(step), flush=True)
+    print(bisection_text.conclusion(result, _remote(repository)))
+    return {bisection.Status.FOUND: 0, bisection.Status.NO_CHANGE: 1}.get(result.status, 3)
 
 
 def _remote(repository) -> str | None:
     """The remote's URL without its credentials (it is printed)."""
-    from ..credentials import public_url
-    from ..history.bisect import git
-
-    done = git(repository, "remote", "get-url", "origin")
+    done = subprocess.run(
+        ["git", "remote", "get-url", "origin"],  # noqa: S607 (git from PATH, as everywhere)
+        cwd=repository,
+        capture_output=True,
+        text=True,
+    )
     return public_url(done.stdout.strip()) if done.returncode == 0 else None
-
-
-def _header(search) -> str:
-    if search.time is None:
-        how = "counts per call (exact, binary search)"
-    else:
-        how = (
-            f"time: slower than GOOD by more than {search.time.factor:g}x, each step the "
-            f"gate's paired interleaved comparison against GOOD ({search.time.retries} "
-            "re-measurements at most while undecided)"
-        )
-    return (
-        f"scanbench bisect {search.rule.label}: {how}; {len(search.revisions)} commits on "
-        f"BAD's first-parent line after GOOD {search.good.short} up to BAD {search.bad.short}"
-    )
-
-
-def _number(value) -> str:
-    return "-" if value is None else f"{value:g}"
-
-
-def _evidence(step) -> str:
-    from ..history.bisection import CountEvidence, Role  # SciPy: not at start-up
-
-    evidence = step.evidence
-    if step.error:
-        return f"could not be measured: {step.error}"
-    if isinstance(evidence, CountEvidence):
-        if step.role == Role.GOOD:
-            return "counts per call: " + ", ".join(
-                f"{key} {_number(value)}"
-                for key, value in evidence.counts.items()
-                if key
-                in (
-                    "dispatches",
-                    "kernels",
-                    "launch_equivalent",
-                    "h2d",
-                    "d2h",
-                    "host_conversions",
-                    "compiles",
-                    "traces",
-                )
-            )
-        if not evidence.differs:
-            return "counts per call as at GOOD"
-        return "differs from GOOD: " + ", ".join(
-            f"{key} {_number(a)} -> {_number(b)}" for key, a, b in evidence.differs
-        )
-    last = evidence.decisions[-1]
-    text = (
-        f"this/GOOD {last.ratio:.3f}x, {evidence.confidence:.0%} bounds [{last.low:.3f}, "
-        f"{evidence.uppers[-1]:.3f}] vs {evidence.factor:g}x; difference "
-        f"{last.difference_s * 1e6:+.1f} us (floor {evidence.floor_s * 1e6:g} us); "
-        f"{evidence.blocks} blocks"
-    )
-    if len(evidence.decisions) > 1:
-        text += f" over {len(evidence.decisions)} measurements"
-    return text
-
-
-def _step(step) -> str:
-    from ..history.bisection import Role  # SciPy: not at start-up
-
-    name = step.role.upper() if step.role != Role.STEP else "step"
-    many = "commit" if step.left == 1 else "commits"
-    left = f" ({step.left} {many} in question)" if step.role == Role.STEP else ""
-    subject = step.revision.subject[:60]
-    return f'{name} {step.revision.short} "{subject}"{left}: {step.mark}: {_evidence(step)}'
-
-
-def _conclusion(result, remote: str | None) -> str:
-    # the gate's decisions and SciPy: not at start-up
-    from ..gate.decide import Kind, Outcome, Verdict
-    from ..gate.render import explanation
-    from ..history.bisection import Mode, Status
-    from ..history.series import commit_url
-
-    what = "commit where the counts change" if result.mode == Mode.COUNTS else "slower commit"
-    if result.status == Status.NO_CHANGE:
-        if result.mode == Mode.COUNTS:
-            return "no change: every count per call is the same at GOOD and BAD (use --time)"
-        return "no change: BAD is not slower than GOOD by more than the factor"
-    if result.status == Status.UNDECIDED and not result.candidates:
-        return (
-            "undecided: BAD's interval still straddles the factor after its re-measurements; "
-            "nothing to search (measure on a quieter machine, with more blocks (--gates) or "
-            "more --retries)"
-        )
-    if result.status != Status.FOUND:
-        names = ", ".join(r.short for r in result.candidates)
-        if result.status == Status.UNDECIDED:
-            why = "a step stayed undecided"
-            fix = "measure on a quieter machine, with more blocks (--gates) or more --retries"
-        else:
-            why, fix = "commits that could not be measured", "see why each was skipped above"
-        return (
-            f"not pinned down ({why}): the first {what} is one of {names} (after "
-            f"{result.last_good.short}); {fix}"
-        )
-    first, parent = result.first, result.last_good
-    url = commit_url(remote, first.sha)
-    verdict = Verdict(
-        Kind.BASELINE,
-        result.cell,
-        Outcome.FAIL,
-        differences=result.differences,
-        explain_error=result.explain_error,
-    )
-    lines = [
-        f'first {what}: {first.sha} "{first.subject}" ({first.date})' + (f" {url}" if url else ""),
-        f'its parent {parent.short} "{parent.subject[:60]}" is as at GOOD',
-        f"what changed (head = {first.short}, base = {parent.short}): {explanation(verdict)}",
-    ]
-    return "\n".join(lines)

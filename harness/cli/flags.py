@@ -7,6 +7,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from ..cells import select
+from ..gate.rules import Settings, load_gates
 from ..safe_files import write_text_atomic
 from .gate import DEFAULT_GATES
 from .options import cell_options, params, positive, scenarios
@@ -58,26 +60,24 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    # the process machinery and SciPy: not for --help
-    from ..cells import select
-    from ..gate.environments import parse_assignments
-    from ..gate.flag_search import SideSpec, candidates, markdown, search
-    from ..gate.rules import Settings, load_gates
+    from ..gate import environments, flag_search
 
     if args.list:
-        for candidate in candidates(args.platform or "cpu", args.candidate):
+        for candidate in flag_search.candidates(args.platform or "cpu", args.candidate):
             print(f"{candidate.name}: {' '.join(candidate.flags)}\n    {candidate.what}")
         return 0
     if args.platform:
-        candidates(args.platform, args.candidate)  # unknown names: exit 2 before measuring
+        flag_search.candidates(args.platform, args.candidate)  # unknown: exit 2 before measuring
     cells = select(scenarios(args), args.backend, args.size, args.dtype, args.seed, params(args))
     missing_default = args.gates == DEFAULT_GATES and not Path(args.gates).exists()
     settings = Settings() if missing_default else load_gates(args.gates).settings
     if args.blocks:
         settings = dataclasses.replace(settings, blocks=args.blocks)
-    side = SideSpec("A", args.python, (), parse_assignments(args.env, "--env"))
-    result = search(cells, side, settings, args.timeout, args.candidate, args.platform)
-    text = markdown(result, settings.confidence, settings.delta)
+    side = flag_search.SideSpec(
+        "A", args.python, (), environments.parse_assignments(args.env, "--env")
+    )
+    result = flag_search.search(cells, side, settings, args.timeout, args.candidate, args.platform)
+    text = flag_search.markdown(result, settings.confidence, settings.delta)
     print(text)
     if args.md:
         write_text_atomic(args.md, text)

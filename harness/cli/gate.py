@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..api import InputError
+from ..gate.rules import load_gates
 from ..results import load_run
 from ..safe_files import write_text_atomic
 from .options import positive
@@ -64,12 +65,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    # the process machinery and SciPy: not for --help
-    from ..gate import command
-    from ..gate.decide import failing
-    from ..gate.github import publish
-    from ..gate.render import calibration_markdown, markdown
-    from ..gate.rules import load_gates
+    from ..gate import command, decide, github, render
 
     gates = load_gates(gates_path(args.gates))
     if args.inject_slowdown != 1.0 and not args.aa:
@@ -84,18 +80,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.aa:
         calibration = command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
-        text, verdicts = calibration_markdown(calibration), []
+        text, verdicts = render.calibration_markdown(calibration), []
     elif args.against:
         verdicts = command.against(gates, args.against, args.timeout)
-        text = markdown(verdicts, f"scanbench gate against {args.against}")
+        text = render.markdown(verdicts, f"scanbench gate against {args.against}")
     else:
         records = load_run(args.results).records if args.results else None
         verdicts = command.rules_and_invariants(gates, records, args.timeout)
-        text = markdown(verdicts)
+        text = render.markdown(verdicts)
     print(text)
     if args.md:
         write_text_atomic(args.md, text)
     if args.github:
-        for line in publish(text, verdicts):
+        for line in github.publish(text, verdicts):
             print(line)
-    return 1 if failing(verdicts, args.strict) else 0
+    return 1 if decide.failing(verdicts, args.strict) else 0

@@ -14,8 +14,10 @@ import os
 import sys
 from pathlib import Path
 
+from ..history import archive, series
 from ..history.archive import DEFAULT_DIRECTORY, Outcome, add
-from ..history.changes import MIN_FACTOR
+from ..history.series import MIN_FACTOR
+from ..safe_files import write_text_atomic
 from .options import number
 
 HELP = "history across commits: add runs to it, write its dashboard"
@@ -98,9 +100,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    # matplotlib: not for --help or `history add` (start-up cost)
-    from ..history import archive, changes, dashboard, series, summary
-    from ..safe_files import write_text_atomic
+    from ..history import changes, dashboard, summary
 
     history = archive.load(args.history)
     for path, reason in history.skipped:

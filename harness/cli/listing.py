@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from scanbench.reports.catalogue import render
+
 from ..sources import catalogue, file_source, load
 
 HELP = "scenarios, their backends and sizes"
@@ -17,10 +19,6 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scanbench.reports.catalogue import (
-        render,  # pandas: loaded by the commands that print tables
-    )
-
     scenarios = [load(source) for source in catalogue().values()]
     if args.scenario_file:
         scenarios.append(load(file_source(args.scenario_file)))

@@ -6,7 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from scanbench.reports.traced_call import render
+
 from ..api import HarnessError, InputError
+from ..cells import select
 from ..counts import Counts
 from .options import cell_options, params, positive, scenarios
 
@@ -27,10 +30,6 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    # the process machinery and the report's tables: not for --help
-    from scanbench.reports.traced_call import render
-
-    from ..cells import select
     from ..execution.launcher import profile_in_worker
 
     if not scenarios(args):

@@ -26,9 +26,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    # pandas and matplotlib: not for --help
-    from scanbench.reports.comparable import load_runs
-    from scanbench.reports.written import write_reports
+    from scanbench.reports import comparable, written
 
     outputs = [os.path.realpath(p) for p in (args.md, args.html) if p]
     inputs = {os.path.realpath(p) for p in args.results}
@@ -36,8 +34,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "--md and --html must be different files, and neither one of the results files"
         )
-    runs, apart = load_runs(args.results)
-    markdown = write_reports(runs, apart, args.md, args.html, mixed_versions=args.mixed_versions)
+    runs, apart = comparable.load_runs(args.results)
+    markdown = written.write_reports(
+        runs, apart, args.md, args.html, mixed_versions=args.mixed_versions
+    )
     for path in (args.md, args.html):
         if path:
             print(f"report: {path}", file=sys.stderr)

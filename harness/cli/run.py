@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..cells import Selection
+from ..growth.points import parse_grow
 from ..invocation import REMEASURE
 from ..results import Run, load_run
 from ..sampling import TimingConfig
@@ -167,8 +168,7 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution import runner  # SciPy and the process machinery: not for --help
-    from ..growth.points import parse_grow
+    from ..execution import runner
 
     run_shards.check(args)
     if args.resume and run_shards.submitted(Path(args.resume)):
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
 def finish(measured: Run, out: Path, args: argparse.Namespace) -> int:
     """Write the reports of what was stored, print the markdown and where the results
     are; exit 1 when a cell failed."""
-    from scanbench.reports.written import write_reports  # pandas and matplotlib: only at the end
+    from scanbench.reports.written import write_reports
 
     stored = load_run(out) if out.exists() else measured  # reports read what was stored
     markdown = write_reports([stored], (), args.md, args.html)

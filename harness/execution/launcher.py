@@ -17,8 +17,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..api import HarnessError, Record, Strategy
 from ..cells import Cell, cell_spec, scenario_of
@@ -345,8 +349,6 @@ def run_cells(
     each cell finishes (the journal): after a SIGINT or SIGTERM
     (`scanbench.execution.interrupts.Interrupted`, raised here) no cell is recorded, and the
     exception propagates once every cell's worker is stopped and its thread has ended."""
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     records: dict[int, Record] = {}
@@ -356,9 +358,6 @@ def run_cells(
     progress = task = None
     stack = contextlib.ExitStack()
     if show_progress:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
         console = Console(stderr=True)
         columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
         progress = stack.enter_context(Progress(*columns, console=console))
@@ -434,8 +433,6 @@ def count_cells(cells: Sequence[Cell], timeout_s: float, jobs: int | None = None
     per CPU). Counts are deterministic, so a busy machine changes how long they take, not
     what they are; never use this for cells that are timed. Records come back in the
     order of ``cells``; a line per finished cell goes to stderr."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(cells) or 1))
     started = time.perf_counter()
     timing = TimingConfig()

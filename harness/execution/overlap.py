@@ -1,7 +1,7 @@
 """Two cells at once, timed alone: workers overlap their untimed phases only.
 
 A cell's worker spends most of its life in phases that time nothing: starting Python,
-importing JAX, compiling, checking the first call (about 60% of a `smoke` run). On a
+importing JAX, compiling, checking the first call (most of a `smoke` run). On a
 machine with a second core, a second worker can do those while the first one does them
 too. What is timed or counted must still run with the machine to itself, so:
 
@@ -19,10 +19,10 @@ too. What is timed or counted must still run with the machine to itself, so:
 - a new worker starts only when nobody holds the machine; its timeout counts only the
   time it was not stopped;
 - the runner's own work between cells (`Machine.untimed`: a finished cell's statistics,
-  up to 1.4 s of bootstrap for a cell of 14,000 samples) waits until nobody holds the
-  machine, and nobody is granted it until that work is done: it ran beside the other
-  cell's samples before, on the same pair of cores, and load samples caught the runner
-  runnable there.
+  whose bootstrap grows with its samples) waits until nobody holds the
+  machine, and nobody is granted it until that work is done: beside another cell's
+  samples, on the same pair of cores, it would be load on them (performance log,
+  2026-11-24, "The runner's own work beside a timed cell").
 
 With one slot (``--no-overlap``, a GPU, a multi-process run, one core) the same protocol
 runs and every grant is immediate. What two slots change is said in the report: compile

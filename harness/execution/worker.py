@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+import jax
+
 from ..api import WARM, Backend, Counts, MismatchError, Record, Scenario, Size
 from ..cells import Cell, scenario_of
 from ..checks import InputSnapshot, check_again, check_of, checked_error, stateful_or
@@ -59,8 +61,6 @@ from .quiet_link import Pauses, QuietLink
 
 def configure_jax(dtype: str) -> bool:
     """Enable 64-bit JAX for float64 cells (a process-wide flag: one cell per process)."""
-    import jax
-
     x64 = dtype == "float64"
     jax.config.update("jax_enable_x64", x64)
     return x64
@@ -110,8 +110,8 @@ def run_cell(
         count_parts: count along the scenario's ``count_along`` at 2, 3 and 4 even when
             the size has 4 or fewer, to store each count's fixed and per-unit parts.
         summarize: compute ``stats`` here; the cell worker leaves them to the runner
-            (`scanbench.execution.launcher.with_stats`), sparing every worker the ~0.9 s import of
-            ``scipy.stats``.
+            (`scanbench.execution.launcher.with_stats`), sparing every worker the slow
+            import of ``scipy.stats``.
     """
     beacon = beacon or Beacon(None)
     started = time.perf_counter()
@@ -198,8 +198,6 @@ def measure(
         if configure_x64:
             base["x64"] = configure_jax(target.dtype)
         else:
-            import jax
-
             base["x64"] = bool(jax.config.jax_enable_x64)
         base["device"] = {**device_info(), **cell_device_info()}
         measured = _measure(
@@ -224,7 +222,7 @@ def measure(
     beacon.stop()
     stats: dict[str, Any] = {}
     if measured.samples and summarize:
-        from ..statistics import summarize_scaled  # scipy.stats (~0.9 s): not in every worker
+        from ..statistics import summarize_scaled
 
         stats = summarize_scaled(measured.samples, timing.confidence, target.seed, measured.factor)
     return Record(
@@ -380,10 +378,9 @@ def _measure(
     not fit in the time budget: its warm reduced call (the median sample; the first call
     when it is the only one) x the work ratio x ``min_count`` > ``max_time_s`` (measuring
     it again whole would then take that long in samples alone, plus its first call and
-    check: the eager MPPI loop at `smoke`, 1.3 s per generation, was measured twice, 12 s
-    more for 2 x 1.3 s < 3 s). A first call slowed by compilation alone
-    does not decide it (the sequential MPPI loop at `default`: first call 2.2 s, warm
-    0.3 s, on 2 of 4 generations): such a backend is then measured whole, exactly."""
+    check). A first call slowed by compilation alone does not decide it: such a backend
+    is then measured whole, exactly. The cells that set this rule are in the performance
+    log (2026-11-23, "Work measured in part")."""
     reduced = reduced_size(scenario, backend, size) if first_call_known else None
     if reduced is not None and not counts_only:
         part = _check_and_time(
@@ -495,13 +492,12 @@ def main(argv: list[str]) -> int:
 def leave(code: int) -> NoReturn:
     """Exit without the interpreter's teardown. The worker's result is already on disk
     (`write_json_atomic`: fsync, then rename); the teardown, with JAX's executables,
-    thread pools and a few hundred modules loaded, takes ~0.6 s per worker (about 40 s of
-    a 62-cell bench) and does nothing the parent reads. A multi-process run is left
+    thread pools and a few hundred modules loaded, is a large share of a short cell's
+    process (performance log, 2026-11-23, "Workers leave with `os._exit`") and does
+    nothing the parent reads. A multi-process run is left
     properly first (``jax.distributed.shutdown``, what JAX's own exit hook does), and the
     standard streams are flushed."""
-    if COORDINATOR in os.environ and "jax" in sys.modules:
-        import jax
-
+    if COORDINATOR in os.environ:
         jax.distributed.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -106,8 +106,9 @@ def slowed(samples: list[float], factor: float) -> list[float]:
     The samples are scaled rather than the call stretched by spinning after it: spinning
     leaves the CPU to nothing else for a while between calls, and XLA:CPU's thread pool
     then runs the next call faster (its idle threads no longer compete with it on the
-    pinned CPU), so a 1.10x spin measured as 1.05x on the default TDMA solve. Scaling
-    injects exactly the slowdown asked for, on top of the workload's real noise."""
+    pinned CPU), so a spin injects less than it asks for (performance log, 2026-11-22).
+    Scaling injects exactly the slowdown asked for, on top of the workload's real
+    noise."""
     return samples if factor == 1.0 else [value * factor for value in samples]
 
 
@@ -259,4 +260,4 @@ if __name__ == "__main__":
     code = main(sys.argv[1:])
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)  # every reply is flushed; skip the ~0.6 s teardown of a JAX process
+    os._exit(code)  # every reply is flushed; skip the teardown of a JAX process

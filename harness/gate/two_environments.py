@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..api import InputError
 from ..cells import Cell
 from ..cells import cell as selected_cell
@@ -64,8 +66,6 @@ class CellComparison:
 
 
 def _ratios(blocks: Mapping[str, list[list[float]]]) -> list[float]:
-    import numpy as np
-
     base = [float(np.median(block)) for block in blocks["baseline"]]
     cand = [float(np.median(block)) for block in blocks["candidate"]]
     return [c / b for b, c in zip(base, cand, strict=True)]

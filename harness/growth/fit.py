@@ -37,6 +37,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.stats import binom
 
 RESAMPLES = 1000
 EXPONENTS = np.union1d(np.geomspace(0.25, 3.0, 121), [1.0])  # free k's grid (steps of ~2%)
@@ -132,8 +133,6 @@ def _resampled_medians(
     P(Binomial(n, j/n) >= (n+1)//2) - P(Binomial(n, (j-1)/n) >= (n+1)//2)), exact for odd n
     and off by half a rank for even n, at a cost that does not grow with the samples
     (a fast call is timed up to 100,000 times)."""
-    from scipy.stats import binom  # ~0.3 s: only where a fit is made
-
     out = np.empty((resamples, len(samples)))
     for index, values in enumerate(samples):
         n = len(values)

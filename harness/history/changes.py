@@ -15,12 +15,12 @@ held to two more conditions:
    n`` per change (a level and a position), where ``b`` = sigma sqrt(2 / pi) and sigma,
    the commit-to-commit noise, is estimated robustly from the series itself (the median
    absolute deviation of successive differences scaled to a normal sigma, / sqrt 2, at
-   least 0.5%: steps do not inflate it). Simulated on 36-commit series (4000 flat and
-   1000 with a 1.3x step up then down, per noise level): BIC alone (scale 1) put change
-   points on 6.5% of flat series with 3% noise and 16% with 4%; scale 3 on 0.05% with 3%
-   noise and about 0.2% with 4% (none with 2%), while finding both steps at their
-   commits in 99.7-100% of series with 2-4% noise (``tests/test_history_changes.py``
-   checks a sample of it against bounds that allow for the sample's error);
+   least 0.5%: steps do not inflate it). The scale comes from simulated series: BIC
+   alone puts change points on many flat series at the noise a shared machine shows,
+   scale 3 on almost none, and both still find a 1.3x step at its commit (the figures:
+   performance log, 2026-11-25, "History: the change-point penalty";
+   ``tests/test_history_changes.py`` checks a sample of it against bounds that allow for
+   the sample's error);
 2. each change must move the level (median of the segment's medians) by at least
    ``min_factor`` (5% by default, asv's regression threshold), and the intervals must
    separate: the typical point after the change has its interval beyond the level
@@ -40,13 +40,14 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import ruptures
+from scipy.stats import median_abs_deviation
 
 from ..counts import COUNT_KEYS, KEYS
-from .series import Series, Timeline
+from .series import MIN_FACTOR, Series, Timeline
 
 MIN_POINTS = 8
 MIN_SIZE = 2  # commits per level (ruptures' l1 cost allows no fewer either)
-MIN_FACTOR = 1.05
 PENALTY_SCALE = 3.0
 NOISE_FLOOR = 0.005  # log units: 0.5%
 TOLERANCE = 1e-9  # counts are exact; this only absorbs float scaling
@@ -96,10 +97,6 @@ def fit(
 ) -> Fit | None:
     """Change points of a series of log median times (and the log bounds of their
     intervals, NaN where unknown); None below `MIN_POINTS` points."""
-    # ruptures and SciPy: imported when there is a series to fit, not at start-up
-    import ruptures
-    from scipy.stats import median_abs_deviation
-
     y = np.asarray(log_times, dtype=float)
     n = len(y)
     if n < MIN_POINTS:

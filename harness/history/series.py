@@ -25,6 +25,7 @@ from ..api import InputError
 from .archive import History
 from .entry import CellPoint, Commit, Entry, Machine, Setup
 
+MIN_FACTOR = 1.05  # the least change of level a time change point must make (asv's threshold)
 SCP = re.compile(r"^(?:[\w.-]+@)?(?P<host>[\w.-]+):(?P<path>[^/].*)$")  # git@host:owner/repo
 # the hosts a commit is linked to, by exact name (a history entry's remote is data from a
 # results file: "github.com.evil.example" or "evilgithub.com" gets no link), and the

@@ -27,6 +27,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import jax
+import jax.monitoring
+
 EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace",
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
@@ -66,8 +69,6 @@ class _Misses(logging.Handler):
 @contextlib.contextmanager
 def _explained() -> Iterator[_Misses]:
     """``jax_explain_cache_misses`` on, its messages collected (not printed), then off."""
-    import jax
-
     handler = _Misses()
     logger = logging.getLogger("jax")
     before = jax.config.jax_explain_cache_misses
@@ -86,8 +87,6 @@ def _register() -> None:
     """One process-wide listener (jax.monitoring has no public way to remove one)."""
     global _registered
     if not _registered:
-        import jax.monitoring
-
         jax.monitoring.register_event_duration_secs_listener(_listener)
         _registered = True
 

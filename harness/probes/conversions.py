@@ -36,6 +36,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import jax
+import numpy as np
+
 NUMPY_FUNCTIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "copy")
 ARRAY_METHODS = (
     "__array__",
@@ -149,8 +152,6 @@ def _own(caller: str) -> bool:
 
 def _is_pending(tree: Any) -> bool:
     """Whether a device array of ``tree`` is still being computed."""
-    import jax
-
     return any(
         isinstance(leaf, jax.Array) and not leaf.is_ready() for leaf in jax.tree.leaves(tree)
     )
@@ -203,9 +204,6 @@ def _array_type() -> type | None:
 @contextlib.contextmanager
 def counting() -> Iterator[Made]:
     """The conversions and waits made while the block runs (`Made`)."""
-    import jax
-    import numpy as np
-
     made = Made()
     events = made.events
     array_type = _array_type()

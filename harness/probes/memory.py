@@ -9,11 +9,11 @@
   told to hand memory back (`release_freed_memory`: buffers above 128 KiB mapped and
   unmapped with each allocation, heap tops trimmed on every free); memory already cached
   at the top of a thread's arena is only returned at that arena's next free, so one call
-  must run in between (the counting pass's call does; measured: the first call after the
-  setting saw 0.8 of 5.5 MB, the next ones all of it). Then the mark is reset (``5`` to
-  ``/proc/self/clear_refs``, Linux >= 4.0), and ``VmHWM`` after the call minus ``VmRSS``
-  before it is the peak growth: every allocation the process makes (XLA buffers, NumPy,
-  Numba), page-granular.
+  must run in between (the counting pass's call does: the first call after the setting
+  sees only part of a call's memory, the next ones all of it). Then the mark is reset
+  (``5`` to ``/proc/self/clear_refs``, Linux >= 4.0), and ``VmHWM`` after the call minus
+  ``VmRSS`` before it is the peak growth: every allocation the process makes (XLA
+  buffers, NumPy, Numba), page-granular.
   On GPU (`scanbench.probes.gpu.device_peak`, the GPU-only path), ``memory_stats()``:
   JAX cannot reset ``peak_bytes_in_use``, so the call's peak is exact (``peak after -
   bytes_in_use before``) only when the call raised the device's peak; otherwise the peak
@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import jax
 
 from .buffer_assignment import temporaries
 from .gpu import device_peak
@@ -158,16 +160,12 @@ def call_peak(call: Callable[[], Any], platform: str) -> tuple[Any, MeasuredPeak
     """`scanbench.probes.gpu.device_peak` over the local devices on GPU/TPU, `rss_peak`
     otherwise."""
     if platform in ("gpu", "cuda", "rocm", "tpu"):
-        import jax
-
         return device_peak(call, lambda: [d.memory_stats() for d in jax.local_devices()])
     return rss_peak(call)
 
 
 def tree_nbytes(tree: Any) -> int:
     """Bytes of the array leaves of a pytree (NumPy or JAX arrays; scalars count 0)."""
-    import jax
-
     return sum(int(getattr(leaf, "nbytes", 0) or 0) for leaf in jax.tree.leaves(tree))
 
 

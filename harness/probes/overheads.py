@@ -31,7 +31,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from .hlo import estimate
 from .trace import HOST_PLANE, recording
@@ -42,8 +45,8 @@ SCAN_STEPS = 1000
 
 def _median_time(fn: Callable[[], Any], repeats: int) -> float:
     """Median seconds of ``fn()``. As in the timing loop, a result is freed after the
-    clock stopped (freeing a 64 MiB array took ~8 ms here: timed, it made ``device_put``
-    look 20% slower than the same put timed in a cell)."""
+    clock stopped (freeing a large array is slow: timed, it made ``device_put`` look
+    slower than the same put timed in a cell)."""
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -54,9 +57,6 @@ def _median_time(fn: Callable[[], Any], repeats: int) -> float:
 
 
 def dispatch_costs(calls: int = 2000, repeats: int = 7) -> dict[str, float]:
-    import jax
-    import jax.numpy as jnp
-
     step = jax.jit(lambda x: x + 1)
     x = jnp.zeros(4, jnp.float32)
     jax.block_until_ready(step(x))
@@ -79,10 +79,6 @@ def dispatch_costs(calls: int = 2000, repeats: int = 7) -> dict[str, float]:
 
 
 def launch_cost(repeats: int = 7) -> dict[str, float]:
-    import jax
-    import jax.numpy as jnp
-    from jax import lax
-
     def scan(x, steps):
         return lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, None, length=steps)[0]
 
@@ -113,8 +109,6 @@ def launch_cost(repeats: int = 7) -> dict[str, float]:
 
 
 def transfer_costs(repeats: int = 7) -> dict[str, float]:
-    import jax
-
     small = np.zeros(1, np.float32)
     large = np.ones(64 * 2**20 // 4, np.float32)
 
@@ -137,9 +131,6 @@ def transfer_costs(repeats: int = 7) -> dict[str, float]:
 
 def argument_costs(calls: int = 2000, repeats: int = 7) -> dict[str, float]:
     """Extra host time per argument of a jitted call, by kind, over a device argument."""
-    import jax
-    import jax.numpy as jnp
-
     step = jax.jit(lambda x, s: x + s)
     x = jnp.zeros(4, jnp.float32)
     kinds = {
@@ -174,9 +165,6 @@ def pending_conversion_cost(repeats: int = 21) -> dict[str, float]:
     The computation is over 1000 flops so that XLA:CPU runs it asynchronously (cheaper
     ones run inline and are never pending).
     """
-    import jax
-    import jax.numpy as jnp
-
     work = jax.jit(lambda x: jnp.cumsum(jnp.sin(x)))
     x = jnp.ones(2**16, jnp.float32)
     jax.block_until_ready(work(x))
@@ -195,9 +183,6 @@ def wait_cost(calls: int = 100, repeats: int = 7) -> dict[str, float]:
     step pays per step. The calls are over 1000 flops (XLA:CPU runs cheaper ones inline,
     where there is nothing to wait for) and small (tens of microseconds), where a wait
     costs most relative to the work."""
-    import jax
-    import jax.numpy as jnp
-
     work = jax.jit(lambda x: jnp.cumsum(jnp.sin(x)))
     x = jnp.ones(2**12, jnp.float32)
     jax.block_until_ready(work(x))
@@ -221,15 +206,11 @@ def profiler_event_cost(sessions: int = 5, around: int = 3) -> dict[str, float]:
     (events counted as `scanbench.probes.trace.flatten` keeps them, as the spans do).
 
     Measured as the counting pass records a cell: one call in a fresh profiler session.
-    Later calls of a session cost more (its buffers grow: 4.5 ms, then up to 6 ms, for a
-    3.5 ms untraced call here), so a mean over several calls of one session overstated the
-    cost of a cell's single traced call. Each of ``sessions`` sessions compares its call
-    with the median of the ``around`` untraced calls before and after it; the cost is the
-    median over sessions (one session's value ranged 0-650 ns per event here)."""
-    import jax
-    import jax.numpy as jnp
-    from jax import lax
-
+    Later calls of a session cost more (its buffers grow), so a mean over several calls of
+    one session overstated the cost of a cell's single traced call. Each of ``sessions``
+    sessions compares its call with the median of the ``around`` untraced calls before
+    and after it; the cost is the median over sessions, one session's value being noisy
+    (performance log, 2026-11-23, "The profiler's cost per event")."""
     x = jnp.zeros(SCAN_CARRIES[-1], jnp.float32)  # large enough for per-iteration kernels
     scan = jax.jit(
         lambda x: lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, None, length=2 * SCAN_STEPS)[0]
@@ -253,8 +234,6 @@ def profiler_event_cost(sessions: int = 5, around: int = 3) -> dict[str, float]:
 
 def measure_all() -> dict[str, Any]:
     """Every unit cost on the default device (a few seconds)."""
-    import jax
-
     return {
         "platform": jax.devices()[0].platform,
         **dispatch_costs(),

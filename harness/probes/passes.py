@@ -1,13 +1,13 @@
 """The counting passes of a cell: trace, transfers, compilations, static HLO (never while
 timing).
 
-The counting runs apart from the timing pass (profiling costs about 7% per dispatch; the
-transfer guard adds its own cost), as ONE call under the transfer guard, the profiler
+The counting runs apart from the timing pass (the profiler and the transfer guard each
+add a cost to every dispatch), as ONE call under the transfer guard, the profiler
 (dispatches, kernels) and the compilation listeners together: none of them changes what
 the others count (the guard logs transfers to fd 2, the profiler records events, the
-``jax.monitoring`` listeners cost nothing), and a costly call (an eager loop: ~10 s) is not
-repeated for each probe. Then the static HLO estimate. A probe that fails stores its error
-next to the counts instead of a number; the timing stays valid.
+``jax.monitoring`` listeners cost nothing), and a costly call (an eager loop that compiles
+on every call) is not repeated for each probe. Then the static HLO estimate. A probe that
+fails stores its error next to the counts instead of a number; the timing stays valid.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
+
+import jax
 
 from ..api import Backend, Scenario, Size
 from ..counts import Counts
@@ -111,9 +113,10 @@ def counts_per_call(
     ``prepared`` (a warm call at ``size``, its inputs ``input_bytes``) or, when None,
     preparing it here. A call prepared here is called once untraced (a path compiled on
     first use), then counted: one traced call, not two (the sequential MPPI loops at
-    `default`, timed on part of their work, are prepared here at the full size: a traced
-    call costs them 20-40 s, an untraced one 1.3 s; a backend that compiles on every call,
-    like the eager loop, shows those compilations either way). Memory is measured at
+    `default`, timed on part of their work, are prepared here at the full size, where a
+    traced call costs as much as many untraced ones: performance log, 2026-11-23,
+    "Cheaper counting"; a backend that compiles on every call, like the eager loop, shows
+    those compilations either way). Memory is measured at
     ``size`` only, on a call of its own after the counted one (`scanbench.probes.memory`:
     that call's frees, made after `release_freed_memory`, return the allocator's free
     memory to the OS first).
@@ -161,8 +164,8 @@ def counts_per_call(
 
     # process-wide allocator settings for the memory probe, undone on the way out: a
     # process that times again afterwards (pytest-benchmark tests, `compare`) would
-    # otherwise map and unmap every buffer above 128 KiB (measured: a 0.15 ms TDMA call
-    # timed at 1.2 ms after another test's counting)
+    # otherwise map and unmap every buffer above 128 KiB, and a sub-millisecond call would
+    # time several times slower
     with freed_memory_visible():
         along = scenario.count_along
         n = size[along] if along else None
@@ -315,8 +318,6 @@ def cell_facts(backend: Backend, prepared: Any) -> dict[str, Any]:
     ``Facts`` as JSON): one counted call (`count_cell`), each executable's HLO summary
     (`scanbench.probes.hlo.summarize`) and planned argument and temporary bytes, and this
     process's versions, XLA flags and device."""
-    import jax
-
     device = jax.devices()[0]
     counts = Counts.from_json(count_cell(backend, prepared, device.platform)).per_call()
     executables: dict[str, dict[str, Any]] = {}

@@ -9,7 +9,8 @@ tuples, tested on synthetic events):
   dispatch (those with ``PjitFunction`` events): the union of the
   ``ThunkExecutor::Execute`` events (one per asynchronous execution, on the client's
   threads), of their ``(wait for completion)`` while the intra-op pool runs the thunks
-  (the TDMA scan at `default` showed 30 ms without a kernel event there, of 163 ms), and
+  (a scan's call can spend a good part of its time there without a kernel event:
+  performance log, 2026-11-23, "The decomposition measured"), and
   of the kernel (thunk) events `scanbench.probes.trace.is_kernel` counts.
   Within it, **kernel busy** is the union of the kernels alone: the difference is the
   thunk executor's own time between kernels (on CPU, what a kernel launch costs). The

@@ -49,9 +49,9 @@ CONTAINER = re.compile(r"^(while|conditional)(\.\d+)?$")
 DEVICE_EXECUTE = re.compile(r"^\[(?P<device>\d+)\] CommonPjRtLoadedExecutable::Execute")
 # How long the trace stays open after the traced block returns. A launch over several
 # devices runs devices 1.. on the client's worker threads, whose ``[i] ...Execute`` scope
-# closes only *after* the output is marked ready: stopping the trace at once lost one
-# device's event in 7 of 100 traced 8-device launches (jaxlib 0.10, 2 cores); 5 ms and
-# 20 ms lost none in 150 each. Nothing is launched while it waits, so it adds no events.
+# closes only *after* the output is marked ready: stopping the trace at once now and then
+# loses one device's event (performance log, 2026-11-23, "The trace stays open after the
+# traced call"). Nothing is launched while it waits, so it adds no events.
 SETTLE_S = 0.02
 
 
@@ -197,13 +197,13 @@ def flatten(profile: Any) -> list[TraceEvent]:
 
     The host plane's ``end: <op>`` markers (one per XLA:CPU thunk, half of a loop
     backend's events) count as nothing and are dropped before their stats are read
-    (reading stats is most of the cost: the sequential MPPI loop at `default`, one
-    generation, 947 k events, 7.8 s -> 4.1 s, the same counts). On that plane only events
+    (reading stats is most of the cost). On that plane only events
     named like an HLO instruction (``fusion.3``, ``copy``; not ``PjitFunction(f)`` or
     ``Wait for usage holds``) can be kernels, so only theirs have their stats read (a few
     percent more), and only those read there (`HOST_STATS`, two of a thunk's eight); a
-    plain loop into a list, with the cyclic garbage collector paused (`gc_paused`); the
-    same 1.07 M events: 8.5 s -> 3.8 s, the same counts.
+    plain loop into a list, with the cyclic garbage collector paused (`gc_paused`). What
+    each of these saved is in the performance log (2026-11-23, "Cheaper counting" and
+    "Exact counts and cheaper workers").
     """
     events: list[TraceEvent] = []
     with gc_paused():
@@ -236,7 +236,7 @@ def _flatten_into(profile: Any, events: list[TraceEvent]) -> None:
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while a million acyclic records are made
-    (each allocation batch would otherwise rescan all of them: 2-3x the time)."""
+    (each allocation batch would otherwise rescan all of them)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

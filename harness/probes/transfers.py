@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import jax
 import numpy as np
 
 from ..api import HarnessError
@@ -115,8 +116,6 @@ def _check_visible() -> None:
 
 def count_transfers(call: Callable[[], Any], platform: str, calls: int = 1) -> TransferCounts:
     """Run ``call()`` ``calls`` times under the transfer guard and count its transfers."""
-    import jax
-
     _check_visible()
     with captured_fd2() as probe_log, jax.transfer_guard("log_explicit"):
         jax.block_until_ready(jax.device_put(np.zeros(3, np.float32)))

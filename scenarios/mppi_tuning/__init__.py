@@ -35,13 +35,13 @@ def backends(system: str) -> list[Backend]:
             description="Python loop over candidates, controller called eagerly (recompiles)",
             sizes=frozenset({"smoke"}),
             skip_reason="the eager controller retraces and recompiles its scan on every call",
-            reducible_to=1,  # ~10 s per generation: one generation, scaled (openly)
+            reducible_to=1,  # seconds per generation: one generation, scaled (openly)
         ),
         sequential_backend(
             "sequential",
             jit_controller=True,
             description="the real-world loop: np.array(x) -> holder, 1 jitted call per step",
-            reducible_to=2,  # default: ~1.5 s per generation
+            reducible_to=2,  # at `default`, whole calls do not fit the time budget
         ),
         vmapped_backend(
             "vmapped", description="ask/tell in Python, one jitted vmapped evaluate per gen"

@@ -1,12 +1,11 @@
 """The XLA:CPU flags the JAX MPPI backends declare for their workers (`Backend.xla_flags`).
 
-The rollouts are about 90% of a tuning run, and XLA:CPU's defaults leave three things on
-the table there (measured on the pendulum's rollouts alone, 64 x 256 lanes of 20 RK4
-steps, one pinned core, jax 0.10.2 on an AVX-512 EPYC; see the performance log, #37):
+The rollouts are most of a tuning run, and XLA:CPU's defaults leave three things on the
+table there (each measured on the rollouts alone: see the performance log, #37):
 
 - ``--xla_cpu_prefer_vector_width=512``: XLA:CPU emits 256-bit loops by default (``<8 x
-  float>``); at 512 the fused RK4 loops run on 16 lanes (1.36 -> 0.70 ms). A preference: a
-  CPU without 512-bit vectors keeps its own width;
+  float>``); at 512 the fused RK4 loops run on 16 lanes. A preference: a CPU without
+  512-bit vectors keeps its own width;
 - ``--xla_cpu_enable_fast_math=true``: lets LLVM contract multiply-adds into FMAs and
   reassociate, as the Numba reference does (``fastmath=True``); NaN, inf and division
   stay honoured (XLA's ``xla_cpu_fast_math_honor_*`` defaults);
@@ -15,7 +14,7 @@ steps, one pinned core, jax 0.10.2 on an AVX-512 EPYC; see the performance log, 
   loop fusions that recomputed the stage arithmetic (7 sine evaluations per step instead
   of 4); with the option it is one fusion per stage (4). The cart-pole's stages use both
   sine and cosine, whose shared terms then become fusions of their own (48 per step
-  instead of 14): with the two flags above it is 1.13x *slower* there, so the cart-pole
+  instead of 14): with the two flags above it is *slower* there, so the cart-pole
   backends leave it out.
 
 `DEFAULT_FLAGS` is what the ``-xla-default`` sibling backends declare: nothing, so the

@@ -131,7 +131,7 @@ def _rollouts(system, x, controls, costs):
     """Running costs (into ``costs``) of K control sequences ``controls`` (T, K) from state
     ``x``. Each state component is an array of its own, allocated here: with the
     components as rows of one (dim, K) array, LLVM could not prove the cart-pole's four
-    rows apart and left the loop scalar (61 vs 818 M RK4 steps/s, measured)."""
+    rows apart and left the loop scalar (performance log, 2026-11-23, "MPPI at its best")."""
     horizon, count = controls.shape
     for k in range(count):
         costs[k] = F(0.0)

@@ -34,8 +34,8 @@ RTOL_WORST = {"float32": 5e-2}
 DT = 0.1
 # The reference objective is compiled without XLA's backend optimizations: it evaluates G
 # candidates once per check, so its run time does not matter, and every MPPI cell's worker
-# compiles it anew (7.8 s at level 3 vs 1.7 s at level 0 on one core, smoke; the fitness
-# values agree to 1e-7 relative). It also keeps the reference apart from the fusions the
+# compiles it anew, several times faster at level 0, to the same fitness values
+# (performance log, 2026-11-22). It also keeps the reference apart from the fusions the
 # backends are compiled with.
 REFERENCE_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}
 
@@ -50,13 +50,13 @@ def sizes(system: str) -> dict[str, Size]:
         "smoke": _size(
             "smoke",
             "tests and CI",
-            # P x S x G = 12 eager recompiles per call (~1.1 s, pendulum); 4 before (16), 3
-            # keeps the population (P, 2) apart from its transpose
+            # the eager loop recompiles P x S x G times per call: P small, but not 2, whose
+            # (2, 2) population has its transpose's shape
             population=3,
             generations=2,
             samples=32,
             horizon=10,
-            control_steps=2,  # 3 before: the eager cells were ~30% of a smoke run
+            control_steps=2,  # the eager loop recompiles once per control step
             episodes=1,
             **base,
         ),

@@ -8,12 +8,11 @@ rollouts blew up). Both start hanging down near ``theta = pi``; the goal is upri
 The dynamics and costs are written on a state's *components* (a tuple of arrays, one per
 state variable: ``theta, omega``), so that MPPI's K rollouts run as K-wide elementwise
 loops that XLA fuses into one kernel per RK4 step. `System.step` and `System.cost` take
-and return the usual ``(..., dim)`` arrays (the plant, the episode starts). Measured on
-the pendulum's 16,384 rollouts of 20 steps (one XLA:CPU thread): states stacked as (K, 2)
-arrays and the angle wrapped with a floor modulo, 40 M RK4 steps/s; component tuples, 50 M;
-and the wrap as ``theta - 2 pi round(theta / 2 pi)`` instead of ``(theta + pi) mod 2 pi -
-pi`` (the same value but at the boundary, where its square is the same), 94-111 M: XLA:CPU
-lowers the modulo to a remainder sequence that cost more than the whole RK4 step.
+and return the usual ``(..., dim)`` arrays (the plant, the episode starts). The angle is
+wrapped as ``theta - 2 pi round(theta / 2 pi)``, not ``(theta + pi) mod 2 pi - pi`` (the
+same value but at the boundary, where its square is the same): XLA:CPU lowers the modulo
+to a remainder sequence that costs more than the whole RK4 step (performance log,
+2026-11-23, "MPPI at its best").
 """
 
 from __future__ import annotations
@@ -44,10 +43,10 @@ def angle_error(theta: Array) -> Array:
 
 # sin and cos as straight-line float32 arithmetic: Cody-Waite reduction by pi/2 in three
 # parts, then the Cephes single-precision minimax polynomials on [-pi/4, pi/4] (within
-# 4e-8 of sin and cos for |x| <= 200, measured), the quadrant picked by selects. The same
-# arithmetic as the Numba kernels (`numba_lanes._sincos`). XLA:CPU's own jnp.sin ran at
-# 241 M values/s against 6 G/s for a multiply-add (1 M float32 values): it was ~2/3 of
-# the rollout; this is 2.9x faster there (117 -> 336 M RK4 steps/s, one thread).
+# float32 rounding of sin and cos for |x| <= 200), the quadrant picked by selects. The
+# same arithmetic as the Numba kernels (`numba_lanes._sincos`). XLA:CPU's own jnp.sin is
+# far slower than a multiply-add and was most of the rollout (performance log,
+# 2026-11-23, "MPPI at its best").
 _TWO_OVER_PI = 2.0 / math.pi
 _PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
 _SIN = (-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)

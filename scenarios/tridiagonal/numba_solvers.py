@@ -8,9 +8,8 @@ The time-major solver writes into an output array allocated once, in the untimed
 prepare (`SolveInto`), as a solver called again and again on new right-hand sides would
 be written (LAPACK's ``?gtsv`` overwrites its ``B``; FFTW plans own their buffers). A
 fresh 80 MB output per call is a fresh ``mmap``: its first touch page-faults every page
-from two threads at once, which took about as long as the solve itself (`default`,
-in one process, alternating: 66 ms allocating per call against 32 ms into a reused array;
-see the performance log, #37).
+from two threads at once, which took about as long as the solve itself (see the
+performance log, #37).
 """
 
 from __future__ import annotations
