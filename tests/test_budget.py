@@ -17,7 +17,7 @@ from scanbench.reports.frame import records_frame
 from scanbench.reports.markdown import render as render_markdown
 from scanbench.reports.model import build
 from scanbench.results import Run
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 from scanbench.units import format_duration
 from tests.scenario_files.steps import COMPILE_S, STEP_S
 

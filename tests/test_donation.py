@@ -15,12 +15,12 @@ import pytest
 
 from scanbench.api import Backend, InputError, Strategy
 from scanbench.donation import Donated, DonationError
-from scanbench.execution.cells import Cell
+from scanbench.cells import Cell
 from scanbench.execution.worker import run_cell
 from scanbench.gate.interleave import ServedCell, Side
 from scanbench.gate.rules import BaselineRule
 from scanbench.probes.aliasing import aliases, donation_facts
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DONATES = str(ROOT / "tests" / "scenario_files" / "donates.py")

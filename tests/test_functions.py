@@ -18,7 +18,7 @@ import pytest
 from scanbench import compare, profile, report
 from scanbench.api import InputError
 from scanbench.diagnosis import Cost
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 from tests.conftest import outer_pytest_free
 
 ROOT = Path(__file__).parent.parent

@@ -22,7 +22,7 @@ import pytest
 from scanbench import compare, report
 from scanbench.api import InputError
 from scanbench.cli.main import main
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 from tests.scenario_files.growing import (
     BATCHED_FIXED_S,
     BATCHED_PER_ITEM_S,

@@ -14,7 +14,7 @@ from scanbench.execution.launcher import worker_environ
 from scanbench.execution.worker import run_cell
 from scanbench.reports.markdown import render
 from scanbench.reports.model import build
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 
 QUICK = TimingConfig(warmup=0, min_time_s=0.0, min_count=3, max_count=3)
 

@@ -14,7 +14,7 @@ from scanbench.cells import Cell
 from scanbench.cli.main import main
 from scanbench.execution.launcher import measure_cell
 from scanbench.results import load_run
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
 

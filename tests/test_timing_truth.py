@@ -35,7 +35,7 @@ from scanbench.execution.worker import run_cell
 from scanbench.factories import is_ready_run
 from scanbench.gate.interleave import ServedCell, Side
 from scanbench.gate.rules import BaselineRule
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 from tests.conftest import BACKEND_PAIRS, bundled, outer_pytest_free
 
 CANDIDATE_ROOT = Path(__file__).resolve().parent.parent  # this checkout of scanbench

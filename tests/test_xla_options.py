@@ -19,7 +19,7 @@ from scanbench.gate import flag_search
 from scanbench.gate.interleave import ServedCell, Side
 from scanbench.gate.rules import BaselineRule
 from scanbench.sources import file_source, load
-from scanbench.timing import TimingConfig
+from scanbench.sampling import TimingConfig
 from scanbench.xla_options import flags_in_effect, merge, refusals
 
 HERE = Path(__file__).resolve().parent
