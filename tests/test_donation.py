@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from scanbench.api import Backend, InputError, Strategy
-from scanbench.donation import Donated, DonationError
 from scanbench.cells import Cell
+from scanbench.donation import Donated, DonationError
 from scanbench.execution.worker import run_cell
 from scanbench.gate.interleave import ServedCell, Side
 from scanbench.gate.rules import BaselineRule

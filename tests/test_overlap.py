@@ -19,8 +19,8 @@ from scanbench.execution.launcher import measuring, run_cells
 from scanbench.execution.overlap import Machine, cells_at_once, run_worker
 from scanbench.execution.quiet_link import Pauses, paused_within
 from scanbench.invocation import Invocation
-from scanbench.stages import PAUSED_STAGE, WAITING_STAGE
 from scanbench.sampling import TimingConfig
+from scanbench.stages import PAUSED_STAGE, WAITING_STAGE
 from tests.scenario_files.overlapping import COMPILE_CPU_S, COMPILING_TASK
 
 OVERLAPPING = str(Path(__file__).parent / "scenario_files" / "overlapping.py")

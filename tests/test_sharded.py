@@ -16,9 +16,9 @@ import pytest
 
 from scanbench.api import InputError
 from scanbench.cells import Cell, cell_spec, scenario_of
+from scanbench.sampling import TimingConfig
 from scanbench.sharding.distributed import distributed_settings, environ_for
 from scanbench.sharding.placement import padded_size
-from scanbench.sampling import TimingConfig
 from scanbench.xla_options import merge
 
 ROOT = Path(__file__).parent.parent

@@ -18,8 +18,8 @@ from scanbench.execution.launcher import run_cell_in_worker
 from scanbench.gate import flag_search
 from scanbench.gate.interleave import ServedCell, Side
 from scanbench.gate.rules import BaselineRule
-from scanbench.sources import file_source, load
 from scanbench.sampling import TimingConfig
+from scanbench.sources import file_source, load
 from scanbench.xla_options import flags_in_effect, merge, refusals
 
 HERE = Path(__file__).resolve().parent
