@@ -1,32 +1,54 @@
 """What a cell's numbers say to change: the dominant cost, its evidence and its fix.
 
 Pure rules over stored numbers (per-call counts, the time decomposition, the distance to
-a limit), each one documented here and unit-tested on synthetic counts. A rule *fires*
-when its evidence is present; a fired rule whose share of the median is at least
-`DOMINANT` names the cell's dominant cost. Shares come from `scanbench.decomposition`
-(counts x unit costs measured in the same run, device time from the trace).
+a limit, rates measured in the run), each one documented here and unit-tested on
+synthetic counts. A rule *fires* when its evidence is present; a fired rule whose share
+of the median is at least `DOMINANT` names the cell's dominant cost. Shares come from
+`scanbench.decomposition` (counts x unit costs measured in the same run, device time
+from the trace). No rule fires by elimination: a cell none of them explains is *not
+known*, said with what was measured and how to find out.
 
-- **near a limit**: the median is within `NEAR_LIMIT` of the memory-bandwidth bound
-  (``x BW bound``: the bytes the work must move at the copy bandwidth measured in the run)
-  or within `NEAR_ROOFLINE` of the scenario's roofline kernel (``x roofline``: the same
-  arithmetic, hand-written, in the same run: a reachable limit, hence the tighter bound;
-  the Numba MPPI run at 2.8x it still draws, weights and steps the plant), and no
-  overhead rule below has a share of at least `MINOR`: nothing left to gain from the
-  loop structure. The bandwidth bound assumes one perfect stream; a sweep with a
-  dependency chain per system does not reach it (the best TDMA solvers measured here sit
-  at 2.7-3.0x), hence 3.5x, not 1.x.
+Like with like: a cell's cores are the ones its timed calls used (measured,
+`scanbench.probes.usage`; the backend's declaration only for results stored before),
+and every per-core comparison uses them: the memory bound (one core's copy bandwidth, or
+every core's), the arithmetic rate, the roofline and the faster neighbour.
+
+- **the roofline**: the scenario's roofline kernel (strategy ``roofline``) is the limit
+  the other rows are measured against, a reference: it is not diagnosed.
+- **near a limit**: the median is within `NEAR_LIMIT` of the memory bound (``x BW bound``:
+  the bytes the work must move at the copy bandwidth of the level its working set fits
+  in, measured in the run; a copy of that level reaches 1.0-1.1x) or within
+  `NEAR_ROOFLINE` of the roofline kernel per core (``x roofline``: the same arithmetic,
+  hand-written, in the same run), no overhead rule has a share of at least `MINOR` and no
+  backend of the table is faster: nothing left to gain from the loop structure.
+- **memory-bound**: the traffic that is known takes at least `MOST` of the median: the
+  bytes the work must move at the bound's copy bandwidth (its cores'), plus the page
+  faults its timed calls took on fresh memory (`scanbench.probes.usage`: a fresh output
+  or carry every call) x the run's measured cost of one (`scanbench.probes.rates`).
+- **compute-bound**: an operation count at the run's measured arithmetic rate (an FMA
+  chain's, in the cell's dtype, on the cores the cell used) takes at least `MOST` of the
+  median. The count: for a JAX backend, XLA's cost analysis of its compiled programs with
+  every loop's trip count (`scanbench.probes.operations`); for host code (NumPy, Numba,
+  SciPy), the scenario's declared ``work()["flops"]``; else there is none and no
+  arithmetic is claimed.
+- **host loop**: host code (NumPy, SciPy, Numba, or a function that dispatches nothing
+  to XLA) that runs a Python loop of at least `MANY_DISPATCHES` iterations per call (its
+  hottest line, counted: `scanbench.probes.lines`): named as such, with iterations x the
+  measured cost of one minimal library call (a lower bound of the calls' fixed cost) as
+  its share: call the library once over the batch.
 - **dispatch-bound**: more than one dispatch per call and dispatches x the measured cost
   of one are at least `MINOR` of the median: move the loop into ``lax.scan`` or ``vmap``.
 - **many small executions**: at least `MANY_DISPATCHES` dispatches per call whose
   measured device time averages under `SMALL_EXECUTION_S` each: the device time is spent
-  in launches too small to use the device (on CPU, the executor's per-kernel overhead on
-  a few hundred lanes), not in work; its share is the device share. The sequential MPPI
-  loop at `default`: 15,422 dispatches averaging ~30 us, 71% of the call, which the
-  dispatch cost alone (8%) does not name. Batch the items into one call (``vmap``) or
-  move the loop into ``lax.scan``.
+  in launches too small to use the device, not in work; its share is the device share.
+  Batch the items into one call (``vmap``) or move the loop into ``lax.scan``.
+- **sync-bound**: explicit waits per item whose device-idle time is at least `MINOR` of
+  the median; where the table holds the same loop without the waits (the same functions
+  dispatched as often, the same kernels, no waits), the measured difference to it is the
+  cost instead, with its interval, and a loop the waits do not slow down is told so.
 - **transfer-bound**: host<->device round trips per call (H2D transfers and host
-  conversions such as ``np.array(x)`` or ``float(x)``) priced by path (a range when the path
-  is unknown; its middle is the share): keep values on the device inside the loop.
+  conversions such as ``np.array(x)`` or ``float(x)``) priced by path (a range when the
+  path is unknown; its middle is the share): keep values on the device inside the loop.
 - **recompiling**: traces or XLA compilations inside every call (``jax.monitoring``),
   timed: jit once outside the loop, keep shapes and static arguments fixed.
 - **launch-bound on a GPU** (an estimate on a CPU run): GPU launch equivalents (static
@@ -39,17 +61,29 @@ when its evidence is present; a fired rule whose share of the median is at least
   reads (copies are named with them; alone they are mostly XLA's loop-carry copies).
 - **temporaries**: XLA plans temporaries of at least `TEMPORARIES_DOMINATE` of the
   minimum the work holds (inputs + output, when that minimum is at least
-  `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share), e.g. the
-  forward scan's stacked primes, 2 x n x batch floats. Keep per-step results out of the
-  scan's stacked outputs (block the work so they stay small) or transpose outside the call.
+  `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share).
 - **far from its limit**: a JAX backend at more than `FAR_FROM_LIMIT` x the scenario's
-  roofline kernel or its memory bound, and no overhead dominates (a dispatch-bound loop
-  needs the loop moved, not other options): besides the code, XLA's options decide how it is
-  compiled (the MPPI rollouts run 1.5x faster with XLA:CPU's multi-output fusion); no
-  share, a suggestion: ``scanbench flags`` measures the curated options for the platform
-  against the cell's current ones, in paired blocks.
-- **no dominant overhead**: nothing above reaches `DOMINANT`: the time is the work itself
-  (the device and host shares say where it runs).
+  roofline kernel or its memory bound, and no overhead dominates: XLA's options decide
+  how it compiles too; ``scanbench flags`` measures them (a suggestion, no share).
+- **a faster backend**: another backend of the same table does the same work at least
+  `FASTER_BY` x faster and the `TIE_CONFIDENCE` interval of the ratio of their samples
+  excludes a tie (never two medians alone). Which one is named: first the same program
+  with other XLA flags (the same functions dispatched as often, the same loops, other
+  flags), then the fastest on at most as many cores (always named), else the fastest on
+  more cores, with both core counts and the ratio per core.
+- **unexplained host time**: a JAX backend whose reliable decomposition leaves at least
+  `DOMINANT` of the median on the host with no count explaining it: look at the trace.
+- **not known**: nothing above has evidence: the sentence says what was measured (the
+  shares, the known traffic and arithmetic at the measured rates, of the median) and
+  how to find out (``scanbench profile``; a profiler of the host code).
+
+A decomposition the decomposition itself marks unreliable (its traced call took over 2x
+the median, or its parts exceed the median) gives no measured share: the rules then read
+the counts x unit costs alone, and the sentence says why.
+
+The constants are rules, not measurements: `MOST` is "most of the time"; `NEAR_LIMIT` is
+how close to a copy of its level a kernel must be to be at the bound (a copy reaches
+1.0-1.1x; a kernel at 2-3x is doing something else).
 """
 
 from __future__ import annotations
@@ -59,18 +93,24 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .decomposition import decomposition_of
+
 DOMINANT = 0.20  # a share of the median at least this names the dominant cost
 MINOR = 0.05  # below this a cost is not worth naming
 NEAR_LIMIT = 1.5  # within 1.5x of the copy bandwidth of the working set's level (see above)
-NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel (see above)
+NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel, per core (see above)
+MOST = 0.5  # a count x a measured rate that takes this much of the median names the cause
 TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / the work's minimum from which they are named
 MEANINGFUL_MINIMUM_BYTES = 2**20  # below this (MPPI's 56-byte inputs) no ratio means much
 MANY_DISPATCHES = 100  # dispatches per call from which their size is looked at
 SMALL_EXECUTION_S = 100e-6  # mean device time per dispatch below which it is small
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
 FASTER_BY = 1.3  # a backend of the same table this much faster is named
+TIE_CONFIDENCE = 0.95  # ... and only when this interval of the ratio excludes 1
+CORES_DIFFER = 0.5  # cells this many cores apart ran on different numbers of cores
 FAR_FROM_LIMIT = 2.0  # a JAX cell this far from its roofline or memory bound: try XLA options
 HOST_ENGINES = ("numpy", "numba", "scipy")  # host code: their host time is the work
+FRESH_MEMORY_BYTES = 32 * 2**20  # glibc maps a buffer this large afresh on every allocation
 # A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
 # GPU run measures it (environment.overheads.kernel_launch_s of that run).
@@ -83,11 +123,14 @@ GPU_SYNC_S = 15e-6
 
 
 class Cost(enum.StrEnum):
+    REFERENCE = "reference"
     NEAR_LIMIT = "near a limit"
     FASTER = "a faster backend"
     SYNC = "sync-bound"
     UNEXPLAINED = "unexplained host time"
     COMPUTE = "compute-bound"
+    MEMORY = "memory-bound"
+    HOST_LOOP = "host loop"
     DISPATCH = "dispatch-bound"
     SMALL_EXECUTIONS = "many small executions"
     TRANSFER = "transfer-bound"
@@ -97,7 +140,7 @@ class Cost(enum.StrEnum):
     LAYOUT = "layout"
     TEMPORARIES = "temporaries"
     FAR = "far from its limit"
-    NONE = "no dominant overhead"
+    UNKNOWN = "not known"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +160,56 @@ class Finding:
 
 
 @dataclasses.dataclass(frozen=True)
+class Cores:
+    """The cores a cell used: measured over its timed calls (`scanbench.probes.usage`), or,
+    for results stored before, what the backend declared (one, or every core)."""
+
+    count: float
+    measured: bool
+    contended: bool = False  # measured while other programs held the cores
+
+    def text(self) -> str:
+        count = f"{self.count:.1f} core{'s' * (round(self.count, 1) != 1.0)}"
+        if not self.measured:
+            return f"{count} (declared; threads not measured)"
+        return count + (" (measured on a busy machine)" if self.contended else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Neighbour:
+    """Another backend of the same table, compared with this one on their samples.
+
+    Attributes:
+        name: its label in the table.
+        ratio: this backend's median / its median (above 1: it is faster).
+        low, high: the `TIE_CONFIDENCE` bootstrap interval of that ratio.
+        counts: {count: (this backend's, its)} of the counts in which the two differ.
+        cores: (this backend's cores, its cores).
+        same_program: the same program with other XLA flags.
+    """
+
+    name: str
+    ratio: float
+    low: float
+    high: float
+    counts: Mapping[str, tuple[float | None, float | None]] = dataclasses.field(
+        default_factory=dict
+    )
+    cores: tuple[Cores, Cores] | None = None
+    same_program: bool = False
+
+    @property
+    def per_core(self) -> float | None:
+        """How many times less core time it takes per call (above 1: cheaper per core)."""
+        if self.cores is None or self.cores[1].count <= 0:
+            return None
+        return self.ratio * self.cores[0].count / self.cores[1].count
+
+    def interval(self) -> str:
+        return f"{TIE_CONFIDENCE:.0%} interval {self.low:.2f}-{self.high:.2f}x"
+
+
+@dataclasses.dataclass(frozen=True)
 class Facts:
     """What the rules read (from a stored record, a report row or the Python API)."""
 
@@ -127,29 +220,49 @@ class Facts:
     costs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # unit costs
     platform: str = "cpu"
     x_bandwidth: float | None = None
-    x_roofline: float | None = None
+    x_roofline: float | None = None  # per core (the report's)
     memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.memory
     bound_level: str | None = None  # the memory level x_bandwidth is measured against
     engine: str = "jax"  # what executes the backend: jax, numpy, numba, scipy, python
-    # (backend, how many times faster, {count: (this backend's, its)}) of the fastest
-    # backend of the same table on the same cores (one, or every one) that does the same
-    # work >= `FASTER_BY` x faster
-    faster: tuple[str, float, Mapping[str, tuple[float | None, float | None]]] | None = None
+    # the faster backends of the same table to name, the first one first (`Neighbour`)
+    faster: tuple[Neighbour, ...] = ()
     compilations: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by function
     conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by kind, caller
     static: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.static
+    work: Mapping[str, float] = dataclasses.field(default_factory=dict)  # the scenario's units
+    dtype: str = "float32"
+    cores: Cores | None = None
+    faults_per_call: float | None = None  # minor page faults of a timed call
+    rates: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # environment.rates
+    bound_bytes_per_s: float | None = None  # the copy bandwidth x_bandwidth is against
+    python: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.python
+    reference: bool = False  # the scenario's roofline kernel: not diagnosed
+    # the same loop without the waits in the same table, for a loop with waits
+    without_waits: Neighbour | None = None
+
+
+def cores_of(record: Any, cpu_count: int | None) -> Cores:
+    """The cores a stored record's timed calls used (`Cores`)."""
+    usage = dict(record.sampling or {}).get("usage") or {}
+    if usage.get("cores") is not None:
+        return Cores(float(usage["cores"]), True, bool(usage.get("contended")))
+    parallel = record.parallel or record.strategy == "sharded"
+    return Cores(float(cpu_count or 1) if parallel else 1.0, False)
 
 
 def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
     """What the rules read of a stored, counted and timed record (None otherwise); the
-    distances to a limit come from the report (they need the run's other records)."""
+    distances to a limit and the neighbours come from the report (they need the run's
+    other records). The decomposition follows `scanbench.decomposition`'s rules from the
+    record's counts (`decomposition_of`)."""
     if record.status != "ok" or not record.counts or "median" not in record.stats:
         return None
+    usage = dict(record.sampling or {}).get("usage") or {}
     return Facts(
         median_s=record.stats["median"],
         per_call=record.counts.per_call(),
         kernels_by_op=record.counts.breakdowns()["kernels_by_op"],
-        decomposition=dict(record.decomposition),
+        decomposition=decomposition_of(record, environment),
         costs=dict(environment.get("overheads") or {}),
         platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
         memory=dict(record.counts.section("memory")),
@@ -157,6 +270,13 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         compilations=dict(record.counts.compilations),
         conversions=dict(record.counts.conversions),
         static=dict(record.counts.static),
+        work=dict(record.work),
+        dtype=record.dtype,
+        cores=cores_of(record, environment.get("cpu_count")),
+        faults_per_call=usage.get("faults_per_call"),
+        rates=dict(environment.get("rates") or {}),
+        python=dict(record.counts.section("python")),
+        reference=record.strategy == "roofline",
     )
 
 
@@ -174,7 +294,7 @@ def _pct(fraction: float) -> str:
 def _near_limit(facts: Facts) -> Finding | None:
     limits = [
         (facts.x_bandwidth, "the memory-bandwidth bound", NEAR_LIMIT),
-        (facts.x_roofline, "the roofline kernel", NEAR_ROOFLINE),
+        (facts.x_roofline, "the roofline kernel per core", NEAR_ROOFLINE),
     ]
     for ratio, what, near in limits:
         if ratio is not None and ratio == ratio and ratio <= near:
@@ -201,42 +321,83 @@ COUNTS_NAMED = {
 
 
 def _faster(facts: Facts) -> Finding | None:
-    """Another backend of the same table does the same work at least `FASTER_BY` x
-    faster: named, with the counts in which the two differ."""
-    if facts.faster is None:
+    """The first faster backend of the table (`Neighbour`, chosen by the report): named
+    with the interval of the ratio, the cores of both when they differ, and the counts in
+    which the two differ."""
+    if not facts.faster:
         return None
-    name, ratio, counts = facts.faster
-    shown = [
-        f"{COUNTS_NAMED.get(key, key)} {_count(mine)} vs {_count(theirs)}"
-        for key, (mine, theirs) in counts.items()
-    ]
-    differs = f" ({'; '.join(shown)})" if shown else " (with the same counts: its loop or layout)"
+    first = facts.faster[0]
     return Finding(
         Cost.FASTER,
         None,
-        f"{name} does the same work {ratio:.1f}x faster{differs}",
-        f"see what {name} does differently",
-        label=f"{name} {ratio:.1f}x faster",
+        _neighbour_text(first),
+        f"see what {first.name} does differently",
+        label=_neighbour_label(first),
     )
+
+
+def _neighbour_text(neighbour: Neighbour) -> str:
+    """``scanned +xla, the same program with other XLA flags, does the same work 1.37x
+    faster (95% interval 1.33-1.41x; ...)``."""
+    what = (
+        f"{neighbour.name}, the same program with other XLA flags,"
+        if neighbour.same_program
+        else neighbour.name
+    )
+    text = f"{what} does the same work {neighbour.ratio:.2f}x faster ({neighbour.interval()}"
+    cores = neighbour.cores
+    if cores is not None and _differ(*cores):
+        mine, theirs = cores
+        per_core = neighbour.per_core
+        cheaper = (
+            f"{per_core:.2f}x less core time per call"
+            if per_core >= 1
+            else f"{1 / per_core:.2f}x more core time per call"
+        )
+        text += f"; on {theirs.text()} against this backend's {mine.text()}: {cheaper}"
+    elif cores is not None and not (cores[0].measured and cores[1].measured):
+        text += "; threads not measured"
+    shown = [
+        f"{COUNTS_NAMED.get(key, key)} {_count(mine)} vs {_count(theirs)}"
+        for key, (mine, theirs) in neighbour.counts.items()
+    ]
+    if shown:
+        text += "; " + "; ".join(shown)
+    elif not neighbour.same_program:
+        text += "; the same counts: its loop or layout"
+    return text + ")"
+
+
+def _neighbour_label(neighbour: Neighbour) -> str:
+    cores = neighbour.cores
+    on = f" on {cores[1].text()}" if cores is not None and _differ(*cores) else ""
+    return f"{neighbour.name} {neighbour.ratio:.2f}x faster{on}"
+
+
+def _differ(mine: Cores, theirs: Cores) -> bool:
+    """Whether two cells ran on different numbers of cores (`CORES_DIFFER` or more apart)."""
+    return abs(mine.count - theirs.count) >= CORES_DIFFER
 
 
 def _count(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+SYNC_FIX = (
+    "wait once, after the loop: let the host queue the calls ahead (no block_until_ready, "
+    "float() or np.array() per step)"
+)
+
+
 def _sync(facts: Facts) -> Finding | None:
-    """Explicit waits per item: each stops the host from queueing the next call while the
-    device runs the last, and sleeps until woken."""
+    """Explicit waits per item: the device-idle time inside them, or the measured
+    difference to the same loop without them where the table has it."""
     waits = _get(facts.per_call, "waits")
     if waits < 2:
         return None
     by_function = facts.conversions.get("waits_by_function") or {}
     where = ", ".join(f"{name} {count:g}" for name, count in list(by_function.items())[:2])
     where = f" (in {where})" if where else ""
-    fix = (
-        "wait once, after the loop: let the host queue the calls ahead (no "
-        "block_until_ready, float() or np.array() per step)"
-    )
     if _untimed(facts):
         if waits < UNTIMED_COUNT:
             return None
@@ -244,7 +405,14 @@ def _sync(facts: Facts) -> Finding | None:
             Cost.SYNC,
             None,
             f"{waits:,.0f} waits per call{where} (a timed run gives their share)",
-            fix,
+            SYNC_FIX,
+        )
+    sibling = facts.without_waits
+    if sibling is not None:
+        return _sync_against(facts, waits, where, sibling)
+    if not _reliable(facts):
+        return Finding(
+            Cost.SYNC, None, f"{waits:,.0f} waits per call{where}{_unreliable(facts)}", SYNC_FIX
         )
     share = _get(facts.decomposition, "sync_fraction")
     if share < MINOR:
@@ -253,29 +421,72 @@ def _sync(facts: Facts) -> Finding | None:
         Cost.SYNC,
         share,
         f"{waits:,.0f} waits per call{where}{_wait_prices(facts, waits, share)}",
-        fix,
+        SYNC_FIX,
+    )
+
+
+def _sync_against(facts: Facts, waits: float, where: str, sibling: Neighbour) -> Finding:
+    """The waits priced by the same loop without them (`Facts.without_waits`)."""
+    measured = f"the same loop without them, {sibling.name}, measured in this run"
+    if sibling.low > 1.0:  # the loop without the waits is faster, the interval says
+        share = 1.0 - 1.0 / sibling.ratio
+        return Finding(
+            Cost.SYNC,
+            share,
+            f"{waits:,.0f} waits per call{where} cost {_pct(share)} of the time: {measured}, "
+            f"is {sibling.ratio:.2f}x faster ({sibling.interval()})",
+            SYNC_FIX,
+        )
+    if sibling.high < 1.0:
+        said = f"is {1 / sibling.ratio:.2f}x slower ({sibling.interval()})"
+    else:
+        said = f"is as fast ({sibling.interval()})"
+    return Finding(
+        Cost.SYNC,
+        None,
+        f"{waits:,.0f} waits per call{where}, but {measured}, {said}: the waits cost "
+        "nothing measurable here",
+        "nothing to change for this machine; on a GPU each wait is a synchronisation",
+        label="waits (no measurable cost)",
     )
 
 
 def _wait_prices(facts: Facts, waits: float, share: float) -> str:
-    """What the waits cost: measured in the counted call (how many found their value
-    still being computed, the share of the time inside them), or, for older records, the
-    probe's price of one wait."""
+    """What the waits cost: the device-idle time inside them (or its upper bound, for
+    records stored before it was measured), or the probe's price of one wait."""
     pending, counted = facts.conversions.get("pending_waits"), facts.conversions.get("waits")
     if facts.conversions.get("waited_s") is None or pending is None or not counted:
         cost = facts.costs.get("wait_s")
         each = f" x {cost * 1e6:.0f} us" if cost else ""
         return f"{each} = {_pct(share)} of the time"
     pending = waits * min(max(pending / counted, 0.0), 1.0)  # the counted calls, per call
+    if facts.decomposition.get("sync_bound"):
+        return (
+            f", {pending:,.0f} of them on a value still being computed: the device sat idle "
+            f"inside them for at most {_pct(share)} of the time (the traced call's idle share; "
+            "stored before the idle time inside waits was measured)"
+        )
     return (
-        f", {pending:,.0f} of them on a value still being computed: the host spent "
-        f"{_pct(share)} of the time inside them"
+        f", {pending:,.0f} of them on a value still being computed: the device sat idle "
+        f"inside them for {_pct(share)} of the time"
     )
 
 
 def _untimed(facts: Facts) -> bool:
     """No decomposition (a profile, not a timed run): rules fire on counts alone."""
     return not facts.decomposition
+
+
+def _reliable(facts: Facts) -> bool:
+    """Whether the traced shares (device, host, waits) describe the median (see
+    `scanbench.decomposition`); results stored before the check count as reliable."""
+    return bool(facts.decomposition.get("reliable", True))
+
+
+def _unreliable(facts: Facts) -> str:
+    """`` (the traced call took 6.0x the median: no traced share)`` when it did."""
+    why = facts.decomposition.get("unreliable")
+    return "" if _reliable(facts) or not why else f" ({why}: no traced share)"
 
 
 def _dispatch(facts: Facts) -> Finding | None:
@@ -306,6 +517,8 @@ def _small_executions(facts: Facts) -> Finding | None:
     dispatches = _get(facts.per_call, "dispatches")
     device = facts.decomposition.get("device_fraction")
     if _untimed(facts) or dispatches < MANY_DISPATCHES or not device or not facts.median_s:
+        return None
+    if not _reliable(facts):  # its share is the traced device share
         return None
     each = device * facts.median_s / dispatches
     if each >= SMALL_EXECUTION_S or device < MINOR:
@@ -510,7 +723,7 @@ def _far_from_limit(facts: Facts) -> Finding | None:
     far = [
         f"{ratio:.1f}x {what}"
         for ratio, what in (
-            (facts.x_roofline, "the roofline kernel"),
+            (facts.x_roofline, "the roofline kernel per core"),
             (facts.x_bandwidth, "the memory bound"),
         )
         if ratio is not None and ratio == ratio and ratio > FAR_FROM_LIMIT
@@ -528,6 +741,185 @@ def _far_from_limit(facts: Facts) -> Finding | None:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Priced:
+    """A count at a rate measured in the run: how long it takes, and what it was."""
+
+    seconds: float
+    text: str
+
+
+def _flops_text(flops: float) -> str:
+    for scale, unit in ((1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
+        if flops >= scale:
+            return f"{flops / scale:,.3g} {unit}"
+    return f"{flops:,.0f} FLOP"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
+
+
+def _operations(facts: Facts) -> tuple[float, str] | None:
+    """(flops per call, where the count comes from), or None without one (module doc)."""
+    if facts.engine == "jax":
+        static = facts.static
+        flops = static.get("flops") if static.get("available") else None
+        if not flops:
+            return None
+        least = "at least " if static.get("custom_calls") else ""
+        opaque = ", library calls not counted" if static.get("custom_calls") else ""
+        return flops, f"{least}{_flops_text(flops)} (XLA's cost analysis, loops included{opaque})"
+    flops = facts.work.get("flops")
+    if not flops:
+        return None
+    return float(flops), f"{_flops_text(flops)} (declared by the scenario)"
+
+
+def _arithmetic(facts: Facts) -> Priced | None:
+    """The operation count at the run's measured arithmetic rate on the cell's cores."""
+    counted = _operations(facts)
+    table = (facts.rates.get("flops_per_s") or {}).get(facts.dtype)
+    if counted is None or not table:
+        return None
+    flops, source = counted
+    if "device" in table:
+        rate, on = float(table["device"]), "the device"
+    else:
+        cores = facts.cores or Cores(1.0, False)
+        one, every = float(table["one"]), float(table["all"])
+        rate = min(one * max(cores.count, 1.0), max(every, one))
+        on = cores.text()
+    return Priced(
+        flops / rate,
+        f"the arithmetic, {source} at the measured {facts.dtype} FMA rate on {on} "
+        f"({rate / 1e9:,.3g} GFLOP/s)",
+    )
+
+
+def _traffic(facts: Facts) -> list[Priced]:
+    """The known traffic at the run's measured rates: the bytes the work must move at
+    the bound's copy bandwidth, and the fresh pages the timed calls faulted in."""
+    parts = []
+    nbytes, bandwidth = facts.work.get("bytes"), facts.bound_bytes_per_s
+    if nbytes and bandwidth:
+        level = f" ({facts.bound_level})" if facts.bound_level else ""
+        parts.append(
+            Priced(
+                nbytes / bandwidth,
+                f"the {_megabytes(nbytes)} the work must move at the copy bandwidth{level}, "
+                f"{bandwidth / 1e9:,.3g} GB/s",
+            )
+        )
+    faults, fault_s = facts.faults_per_call, facts.rates.get("fault_s")
+    if faults and faults >= 1 and fault_s:
+        parts.append(
+            Priced(
+                faults * fault_s,
+                f"{faults:,.0f} page faults per call on fresh memory x {fault_s * 1e6:.2g} us",
+            )
+        )
+    return parts
+
+
+def _of_median(facts: Facts, parts: Sequence[Priced]) -> str:
+    median = facts.median_s or 0.0
+    shown = "; ".join(f"{part.text}: {_ms(part.seconds)}" for part in parts)
+    return f"{shown}, of a {_ms(median)} median"
+
+
+def _memory(facts: Facts) -> Finding | None:
+    """Memory-bound: the known traffic takes `MOST` of the median (module doc)."""
+    parts = _traffic(facts)
+    if not parts or not facts.median_s:
+        return None
+    share = sum(part.seconds for part in parts) / facts.median_s
+    if share < MOST:
+        return None
+    fresh = len(parts) > 1 and parts[-1].seconds > parts[0].seconds
+    fix = (
+        "allocate the output (and any carry) once and write into it on every call (donate "
+        "it, or keep it between calls): each fresh page costs a fault and a zero-fill"
+        if fresh
+        else "move fewer bytes: a smaller dtype, fewer passes over the data, passes fused"
+    )
+    takes = (
+        f"the known traffic takes {_pct(share)} of the time"
+        if share <= 1.0
+        else f"the known traffic takes all of the time (its parts add up to {share:.0%} of "
+        "the median: they overlap, or a rate was measured on a busier machine)"
+    )
+    return Finding(
+        Cost.MEMORY,
+        min(share, 1.0),
+        f"{takes} at the rates measured in this run: {_of_median(facts, parts)}",
+        fix,
+    )
+
+
+def _compute(facts: Facts) -> Finding | None:
+    """Compute-bound: an operation count at the measured rate takes `MOST` of the
+    median (module doc)."""
+    priced = _arithmetic(facts)
+    if priced is None or not facts.median_s:
+        return None
+    share = priced.seconds / facts.median_s
+    if share < MOST:
+        return None
+    return Finding(
+        Cost.COMPUTE,
+        min(share, 1.0),
+        f"{priced.text} takes {_ms(priced.seconds)}, {_pct(share)} of the {_ms(facts.median_s)} "
+        "median",
+        "fewer operations (a better algorithm), or a faster unit: a GPU, wider vectors",
+    )
+
+
+HOST_CODE = ("numpy", "scipy", "numba", "python")  # engines whose Python lines are counted
+
+
+def _loop_of(facts: Facts) -> tuple[float, str] | None:
+    """(iterations per call, where) of host code's hottest Python line, if counted."""
+    hottest = list(facts.python.get("hottest") or [])
+    if facts.engine not in HOST_CODE or not hottest:
+        return None
+    if facts.engine not in HOST_ENGINES and _get(facts.per_call, "dispatches") > 0:
+        return None  # a function that is not jitted but calls JAX: its dispatches say it
+    line = hottest[0]
+    code = str(line.get("code", ""))
+    code = code if len(code) <= 60 else code[:57] + "..."
+    return float(line["count"]), f"{line.get('where')}: `{code}`"
+
+
+def _host_loop(facts: Facts) -> Finding | None:
+    """Host code in a Python loop of `MANY_DISPATCHES` or more iterations per call: its
+    library calls' fixed cost, at least one per iteration at the measured cost of one."""
+    loop = _loop_of(facts)
+    if loop is None or loop[0] < MANY_DISPATCHES or not facts.median_s:
+        return None
+    iterations, where = loop
+    each = facts.median_s / iterations
+    call = facts.rates.get("numpy_call_s")
+    evidence = f"a Python loop of {iterations:,.0f} iterations per call ({where}), {_ms(each)} each"
+    share = None
+    if call:
+        share = min(iterations * call / facts.median_s, 1.0)
+        evidence += (
+            f"; one library call per iteration at the measured cost of a minimal NumPy call "
+            f"({call * 1e6:.2g} us) is at least {_ms(iterations * call)}, {_pct(share)} of "
+            "the time"
+        )
+    small = each < SMALL_EXECUTION_S
+    fix = (
+        "call the library once over the batch (a batched routine, or jax.vmap / lax.scan), "
+        "not once per item"
+        if small
+        else "each iteration's calls do real work: what they spend it on is not counted "
+        "(profile the host code: py-spy, perf)"
+    )
+    return Finding(Cost.HOST_LOOP, share, evidence, fix, label=f"host loop of {iterations:,.0f}")
+
+
 RULES = (
     _dispatch,
     _sync,
@@ -539,40 +931,74 @@ RULES = (
     _layout,
     _temporaries,
     _far_from_limit,
+    _memory,
+    _compute,
+    _host_loop,
 )
+WORK = (Cost.MEMORY, Cost.COMPUTE, Cost.HOST_LOOP)  # what the work itself spends time on
 
 
 def diagnose(facts: Facts) -> tuple[Finding, ...]:
     """Every fired rule, the dominant cost first (see the module doc); a cell with none
-    says so, with where its time runs. A faster backend of the same table is named
-    right after the dominant cost, and nothing is "near a limit" beside one."""
+    says what is not known. A faster backend of the same table is named right after the
+    dominant cost, and nothing is "near a limit" beside one. The roofline row is a
+    reference: not diagnosed."""
+    if facts.reference:
+        return (
+            Finding(
+                Cost.REFERENCE,
+                None,
+                "the scenario's roofline kernel: its arithmetic alone, the limit the other "
+                "rows are measured against (x roofline)",
+                "not diagnosed",
+            ),
+        )
     fired = [finding for rule in RULES if (finding := rule(facts)) is not None]
-    faster = _faster(facts)
-    overheads = [f for f in fired if f.share is not None and f.share >= MINOR and not f.estimate]
+    neighbours = _neighbours(facts)
+    overheads = [
+        f
+        for f in fired
+        if f.share is not None and f.share >= MINOR and not f.estimate and f.cost not in WORK
+    ]
     limit = _near_limit(facts)
-    if limit is not None and not overheads and faster is None:
-        return (limit, *fired)
+    if limit is not None and not overheads and not neighbours:
+        return (limit, *(f for f in fired if f.cost != Cost.MEMORY))  # the limit, said once
     timed = sorted(
         (f for f in fired if f.share is not None and not f.estimate),
         key=lambda f: -(f.share or 0.0),
     )
     rest = [f for f in fired if f not in timed]
-    neighbour = [faster] if faster is not None else []
-    if timed and (timed[0].share or 0.0) >= DOMINANT:  # an overhead, not how XLA compiled
-        rest = [f for f in rest if f.cost != Cost.FAR]
-        return (timed[0], *neighbour, *timed[1:], *rest)
+    if timed and (timed[0].share or 0.0) >= DOMINANT:
+        if timed[0].cost not in WORK:  # an overhead, not how XLA compiled
+            rest = [f for f in rest if f.cost != Cost.FAR]
+        return (timed[0], *neighbours, *timed[1:], *rest)
     if _untimed(facts) and rest:  # counts alone: the overheads present, by rule
-        return (*neighbour, *rest)
-    return (*neighbour, _the_rest(facts), *timed, *rest)
+        return (*neighbours, *rest)
+    unknown = _the_rest(facts)
+    if neighbours and unknown.cost == Cost.UNKNOWN:  # the neighbour is what is known
+        return (*neighbours, *timed, *rest)
+    return (*neighbours, unknown, *timed, *rest)
+
+
+def _neighbours(facts: Facts) -> list[Finding]:
+    """The first faster backend as a finding, the others as labels."""
+    first = _faster(facts)
+    if first is None:
+        return []
+    others = [
+        Finding(Cost.FASTER, None, _neighbour_text(n), "", label=_neighbour_label(n))
+        for n in facts.faster[1:]
+    ]
+    return [first, *others]
 
 
 def _the_rest(facts: Facts) -> Finding:
-    """When no overhead dominates: host time of a JAX backend that no count explains
-    (never "the work itself"), else the work itself: compute-bound when the memory bound
-    is known and far, or no dominant overhead."""
+    """When no rule dominates: host time of a JAX backend that no count explains (never
+    "the work itself"), else what is not known and how to find out."""
     device = facts.decomposition.get("device_fraction")
     host = facts.decomposition.get("host_fraction")
-    if facts.engine not in HOST_ENGINES and host is not None and host >= DOMINANT:
+    reliable = _reliable(facts)
+    if facts.engine not in HOST_ENGINES and reliable and host is not None and host >= DOMINANT:
         return Finding(
             Cost.UNEXPLAINED,
             host,
@@ -580,23 +1006,71 @@ def _the_rest(facts: Facts) -> Finding:
             "Python between the calls, NumPy on the host, or waits the probes do not see",
             "look at the trace (`scanbench profile`): the host thread's events show where",
         )
-    where = (
-        f"device {_pct(device)}, host {_pct(host)}"
-        if device is not None and host is not None
-        else "the overheads counted are small"
-    )
-    ratio = facts.x_bandwidth
-    if ratio is not None and ratio == ratio and ratio > NEAR_LIMIT:
-        level = f" ({facts.bound_level})" if facts.bound_level else ""
-        return Finding(
-            Cost.COMPUTE,
-            None,
-            f"no overhead counted ({where}) and {ratio:.2f}x the memory bound{level}: "
-            "the arithmetic or a dependency chain takes the time",
-            "fewer operations, a better algorithm or layout for the vector units; the "
-            "roofline column, where there is one, says how far the arithmetic's limit is",
+    return _not_known(facts)
+
+
+def _not_known(facts: Facts) -> Finding:
+    """What was measured, what is not, and how to find out (module doc)."""
+    device = facts.decomposition.get("device_fraction")
+    host = facts.decomposition.get("host_fraction")
+    if not _reliable(facts):
+        where = f"no traced share: {facts.decomposition.get('unreliable')}"
+    elif device is not None and host is not None:
+        where = f"device {_pct(device)}, host {_pct(host)}"
+    else:
+        where = "the overheads counted are small"
+    said = [f"no count explains the time ({where})"]
+    loop = _loop_of(facts)
+    if loop is not None and facts.median_s:
+        iterations, line = loop
+        said.append(
+            f"a Python loop of {iterations:,.0f} iterations per call ({line}), "
+            f"{_ms(facts.median_s / iterations)} each"
         )
-    return Finding(Cost.NONE, None, where, "the time is the work itself")
+    priced = [*_traffic(facts)]
+    arithmetic = _arithmetic(facts)
+    if arithmetic is not None:
+        priced.append(arithmetic)
+    if priced:
+        said.append(f"at the rates measured in this run, {_of_median(facts, priced)}")
+    missing = _missing(facts, arithmetic)
+    if missing:
+        said.append("not measured: " + ", ".join(missing))
+    host_code = facts.engine in HOST_CODE
+    fix = (
+        "profile the host code (py-spy, perf): scanbench counts no operations inside it"
+        if host_code
+        else "find out with `scanbench profile`: the trace's kernels by op show where the "
+        "device time goes"
+    )
+    return Finding(Cost.UNKNOWN, None, "; ".join(said), fix)
+
+
+def _missing(facts: Facts, arithmetic: Priced | None) -> list[str]:
+    """What a count or a rate is missing for (the not-known sentence)."""
+    missing = []
+    if arithmetic is None:
+        if _operations(facts) is not None:
+            missing.append("the arithmetic rate (not measured in this run)")
+        elif facts.engine in HOST_CODE:
+            missing.append("an operation count (the scenario declares no work()['flops'])")
+        else:
+            why = facts.static.get("operations_error")
+            missing.append(
+                "an operation count "
+                + (f"({why})" if why else "(XLA's cost analysis: stored by newer runs)")
+            )
+    fresh = (facts.memory.get("measured") or {}).get("bytes")
+    if facts.faults_per_call is None and fresh and fresh >= FRESH_MEMORY_BYTES:
+        missing.append(
+            f"the page faults of the {_megabytes(fresh)} one call allocates (memory probe) "
+            "in the timed calls"
+        )
+    elif facts.faults_per_call and not facts.rates.get("fault_s"):
+        missing.append("the cost of a page fault")
+    if facts.cores is not None and not facts.cores.measured:
+        missing.append("the cores it used (threads not measured)")
+    return missing
 
 
 def summary(findings: Sequence[Finding]) -> str:
