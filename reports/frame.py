@@ -28,8 +28,9 @@ Derived columns (all from stored values; nothing is re-measured):
                                     backend's declaration: 1, or every core when parallel)
                                     and whether measured on a busy machine
     faults_per_call                 minor page faults of a timed call (fresh memory)
-    diagnosis                       the dominant cost, its evidence and its fix
-                                    (`scanbench.diagnosis`), for counted, timed cells
+    diagnosis, findings             the dominant cost, its evidence and its fix, and the
+                                    others' names (`scanbench.diagnosis`), for counted, timed
+                                    cells; and every finding, the dominant first
     x_roofline                      core time per call / the roofline kernel's (strategy
                                     "roofline": the same work as hand-written arithmetic
                                     alone) in the same run and table: median x cores over
@@ -294,8 +295,8 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median, intervals)
     faster = _faster_neighbours(frame, ok_median, intervals)
     without_waits = _without_waits(frame, ok_median, intervals)
-    frame["diagnosis"] = [
-        _diagnosis(facts, x_bw, x_roof, level, bandwidth, neighbours, waits)
+    frame["findings"] = [
+        _findings(facts, x_bw, x_roof, level, bandwidth, neighbours, waits)
         for facts, x_bw, x_roof, level, bandwidth, neighbours, waits in zip(
             frame["_facts"],
             frame["x_bandwidth"],
@@ -307,6 +308,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
             strict=True,
         )
     ]
+    frame["diagnosis"] = [summary(findings) for findings in frame["findings"]]
     return frame.drop(columns="_facts")
 
 
@@ -498,7 +500,7 @@ def _bound(
     }
 
 
-def _diagnosis(
+def _findings(
     facts: Facts | None,
     x_bandwidth: float,
     x_roofline: float,
@@ -506,9 +508,11 @@ def _diagnosis(
     bandwidth,
     faster: tuple,
     without_waits: Neighbour | None,
-) -> str:
+) -> tuple:
+    """The cell's findings (`scanbench.diagnosis.diagnose`), the dominant first; () for a
+    cell that was not counted and timed."""
     if facts is None:
-        return ""
+        return ()
     limits = {
         "x_bandwidth": None if pd.isna(x_bandwidth) else float(x_bandwidth),
         "x_roofline": None if pd.isna(x_roofline) else float(x_roofline),
@@ -517,7 +521,7 @@ def _diagnosis(
         "faster": tuple(faster),
         "without_waits": without_waits,
     }
-    return summary(diagnose(dataclasses.replace(facts, **limits)))
+    return diagnose(dataclasses.replace(facts, **limits))
 
 
 def _fastest_and_ties(
