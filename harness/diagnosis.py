@@ -88,29 +88,63 @@ how close to a copy of its level a kernel must be to be at the bound (a copy rea
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from .decomposition import decomposition_of
+from .evidence import (
+    MOST,
+    compute_bound,
+    host_loop,
+    memory_bound,
+    not_known,
+)
+from .findings import (
+    HOST_ENGINES,
+    MANY_DISPATCHES,
+    SMALL_EXECUTION_S,
+    TIE_CONFIDENCE,
+    Cores,
+    Cost,
+    Facts,
+    Finding,
+    Neighbour,
+    cores_of,
+    facts_of,
+    megabytes,
+    number,
+    percent,
+    reliable,
+    unreliable,
+    untimed,
+)
+
+__all__ = [  # the diagnosis's names, its vocabulary included (scanbench.findings)
+    "DOMINANT",
+    "FASTER_BY",
+    "MINOR",
+    "MOST",
+    "NEAR_LIMIT",
+    "TIE_CONFIDENCE",
+    "Cores",
+    "Cost",
+    "Facts",
+    "Finding",
+    "Neighbour",
+    "cores_of",
+    "diagnose",
+    "facts_of",
+    "summary",
+]
 
 DOMINANT = 0.20  # a share of the median at least this names the dominant cost
 MINOR = 0.05  # below this a cost is not worth naming
 NEAR_LIMIT = 1.5  # within 1.5x of the copy bandwidth of the working set's level (see above)
 NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel, per core (see above)
-MOST = 0.5  # a count x a measured rate that takes this much of the median names the cause
 TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / the work's minimum from which they are named
 MEANINGFUL_MINIMUM_BYTES = 2**20  # below this (MPPI's 56-byte inputs) no ratio means much
-MANY_DISPATCHES = 100  # dispatches per call from which their size is looked at
-SMALL_EXECUTION_S = 100e-6  # mean device time per dispatch below which it is small
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
 FASTER_BY = 1.3  # a backend of the same table this much faster is named
-TIE_CONFIDENCE = 0.95  # ... and only when this interval of the ratio excludes 1
 CORES_DIFFER = 0.5  # cells this many cores apart ran on different numbers of cores
 FAR_FROM_LIMIT = 2.0  # a JAX cell this far from its roofline or memory bound: try XLA options
-HOST_ENGINES = ("numpy", "numba", "scipy")  # host code: their host time is the work
-FRESH_MEMORY_BYTES = 32 * 2**20  # glibc maps a buffer this large afresh on every allocation
 # A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
 # GPU run measures it (environment.overheads.kernel_launch_s of that run).
@@ -120,175 +154,6 @@ GPU_LAUNCH_S = 5e-6
 # before any queued work is counted; 15 us is the documented default until a GPU run
 # measures it (environment.overheads.d2h_latency_s of that run).
 GPU_SYNC_S = 15e-6
-
-
-class Cost(enum.StrEnum):
-    REFERENCE = "reference"
-    NEAR_LIMIT = "near a limit"
-    FASTER = "a faster backend"
-    SYNC = "sync-bound"
-    UNEXPLAINED = "unexplained host time"
-    COMPUTE = "compute-bound"
-    MEMORY = "memory-bound"
-    HOST_LOOP = "host loop"
-    DISPATCH = "dispatch-bound"
-    SMALL_EXECUTIONS = "many small executions"
-    TRANSFER = "transfer-bound"
-    RECOMPILE = "recompiling"
-    GPU_LAUNCH = "launch-bound on a GPU"
-    GPU_SYNC = "host syncs on a GPU"
-    LAYOUT = "layout"
-    TEMPORARIES = "temporaries"
-    FAR = "far from its limit"
-    UNKNOWN = "not known"
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One fired rule: what, its share of the median (None: not a time), why, what to do."""
-
-    cost: Cost
-    share: float | None
-    evidence: str
-    fix: str
-    estimate: bool = False  # a prediction (GPU launches on a CPU run), not a measurement
-    label: str = ""  # how the summary's "also" names it, when more than its cost
-
-    def text(self) -> str:
-        label = f"{self.cost} (estimate)" if self.estimate else str(self.cost)
-        return f"{label}: {self.evidence}; {self.fix}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Cores:
-    """The cores a cell used: measured over its timed calls (`scanbench.probes.usage`), or,
-    for results stored before, what the backend declared (one, or every core)."""
-
-    count: float
-    measured: bool
-    contended: bool = False  # measured while other programs held the cores
-
-    def text(self) -> str:
-        count = f"{self.count:.1f} core{'s' * (round(self.count, 1) != 1.0)}"
-        if not self.measured:
-            return f"{count} (declared; threads not measured)"
-        return count + (" (measured on a busy machine)" if self.contended else "")
-
-
-@dataclasses.dataclass(frozen=True)
-class Neighbour:
-    """Another backend of the same table, compared with this one on their samples.
-
-    Attributes:
-        name: its label in the table.
-        ratio: this backend's median / its median (above 1: it is faster).
-        low, high: the `TIE_CONFIDENCE` bootstrap interval of that ratio.
-        counts: {count: (this backend's, its)} of the counts in which the two differ.
-        cores: (this backend's cores, its cores).
-        same_program: the same program with other XLA flags.
-    """
-
-    name: str
-    ratio: float
-    low: float
-    high: float
-    counts: Mapping[str, tuple[float | None, float | None]] = dataclasses.field(
-        default_factory=dict
-    )
-    cores: tuple[Cores, Cores] | None = None
-    same_program: bool = False
-
-    @property
-    def per_core(self) -> float | None:
-        """How many times less core time it takes per call (above 1: cheaper per core)."""
-        if self.cores is None or self.cores[1].count <= 0:
-            return None
-        return self.ratio * self.cores[0].count / self.cores[1].count
-
-    def interval(self) -> str:
-        return f"{TIE_CONFIDENCE:.0%} interval {self.low:.2f}-{self.high:.2f}x"
-
-
-@dataclasses.dataclass(frozen=True)
-class Facts:
-    """What the rules read (from a stored record, a report row or the Python API)."""
-
-    median_s: float | None
-    per_call: Mapping[str, float | None]  # `scanbench.counts.Counts.per_call`
-    kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    costs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # unit costs
-    platform: str = "cpu"
-    x_bandwidth: float | None = None
-    x_roofline: float | None = None  # per core (the report's)
-    memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.memory
-    bound_level: str | None = None  # the memory level x_bandwidth is measured against
-    engine: str = "jax"  # what executes the backend: jax, numpy, numba, scipy, python
-    # the faster backends of the same table to name, the first one first (`Neighbour`)
-    faster: tuple[Neighbour, ...] = ()
-    compilations: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by function
-    conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by kind, caller
-    static: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.static
-    work: Mapping[str, float] = dataclasses.field(default_factory=dict)  # the scenario's units
-    dtype: str = "float32"
-    cores: Cores | None = None
-    faults_per_call: float | None = None  # minor page faults of a timed call
-    rates: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # environment.rates
-    bound_bytes_per_s: float | None = None  # the copy bandwidth x_bandwidth is against
-    python: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.python
-    reference: bool = False  # the scenario's roofline kernel: not diagnosed
-    # the same loop without the waits in the same table, for a loop with waits
-    without_waits: Neighbour | None = None
-
-
-def cores_of(record: Any, cpu_count: int | None) -> Cores:
-    """The cores a stored record's timed calls used (`Cores`)."""
-    usage = dict(record.sampling or {}).get("usage") or {}
-    if usage.get("cores") is not None:
-        return Cores(float(usage["cores"]), True, bool(usage.get("contended")))
-    parallel = record.parallel or record.strategy == "sharded"
-    return Cores(float(cpu_count or 1) if parallel else 1.0, False)
-
-
-def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
-    """What the rules read of a stored, counted and timed record (None otherwise); the
-    distances to a limit and the neighbours come from the report (they need the run's
-    other records). The decomposition follows `scanbench.decomposition`'s rules from the
-    record's counts (`decomposition_of`)."""
-    if record.status != "ok" or not record.counts or "median" not in record.stats:
-        return None
-    usage = dict(record.sampling or {}).get("usage") or {}
-    return Facts(
-        median_s=record.stats["median"],
-        per_call=record.counts.per_call(),
-        kernels_by_op=record.counts.breakdowns()["kernels_by_op"],
-        decomposition=decomposition_of(record, environment),
-        costs=dict(environment.get("overheads") or {}),
-        platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
-        memory=dict(record.counts.section("memory")),
-        engine=record.engine,
-        compilations=dict(record.counts.compilations),
-        conversions=dict(record.counts.conversions),
-        static=dict(record.counts.static),
-        work=dict(record.work),
-        dtype=record.dtype,
-        cores=cores_of(record, environment.get("cpu_count")),
-        faults_per_call=usage.get("faults_per_call"),
-        rates=dict(environment.get("rates") or {}),
-        python=dict(record.counts.section("python")),
-        reference=record.strategy == "roofline",
-    )
-
-
-def _get(mapping: Mapping[str, Any], key: str) -> float:
-    value = mapping.get(key)
-    return 0.0 if value is None else float(value)
-
-
-def _pct(fraction: float) -> str:
-    """A share of the median (at most 100%: a part measured in the slower counted call
-    can exceed the median it is divided by)."""
-    return f"{min(fraction, 1.0):.0%}"
 
 
 def _near_limit(facts: Facts) -> Finding | None:
@@ -392,13 +257,13 @@ SYNC_FIX = (
 def _sync(facts: Facts) -> Finding | None:
     """Explicit waits per item: the device-idle time inside them, or the measured
     difference to the same loop without them where the table has it."""
-    waits = _get(facts.per_call, "waits")
+    waits = number(facts.per_call, "waits")
     if waits < 2:
         return None
     by_function = facts.conversions.get("waits_by_function") or {}
     where = ", ".join(f"{name} {count:g}" for name, count in list(by_function.items())[:2])
     where = f" (in {where})" if where else ""
-    if _untimed(facts):
+    if untimed(facts):
         if waits < UNTIMED_COUNT:
             return None
         return Finding(
@@ -410,11 +275,11 @@ def _sync(facts: Facts) -> Finding | None:
     sibling = facts.without_waits
     if sibling is not None:
         return _sync_against(facts, waits, where, sibling)
-    if not _reliable(facts):
+    if not reliable(facts):
         return Finding(
-            Cost.SYNC, None, f"{waits:,.0f} waits per call{where}{_unreliable(facts)}", SYNC_FIX
+            Cost.SYNC, None, f"{waits:,.0f} waits per call{where}{unreliable(facts)}", SYNC_FIX
         )
-    share = _get(facts.decomposition, "sync_fraction")
+    share = number(facts.decomposition, "sync_fraction")
     if share < MINOR:
         return None
     return Finding(
@@ -433,7 +298,7 @@ def _sync_against(facts: Facts, waits: float, where: str, sibling: Neighbour) ->
         return Finding(
             Cost.SYNC,
             share,
-            f"{waits:,.0f} waits per call{where} cost {_pct(share)} of the time: {measured}, "
+            f"{waits:,.0f} waits per call{where} cost {percent(share)} of the time: {measured}, "
             f"is {sibling.ratio:.2f}x faster ({sibling.interval()})",
             SYNC_FIX,
         )
@@ -458,40 +323,23 @@ def _wait_prices(facts: Facts, waits: float, share: float) -> str:
     if facts.conversions.get("waited_s") is None or pending is None or not counted:
         cost = facts.costs.get("wait_s")
         each = f" x {cost * 1e6:.0f} us" if cost else ""
-        return f"{each} = {_pct(share)} of the time"
+        return f"{each} = {percent(share)} of the time"
     pending = waits * min(max(pending / counted, 0.0), 1.0)  # the counted calls, per call
     if facts.decomposition.get("sync_bound"):
         return (
             f", {pending:,.0f} of them on a value still being computed: the device sat idle "
-            f"inside them for at most {_pct(share)} of the time (the traced call's idle share; "
+            f"inside them for at most {percent(share)} of the time (the traced call's idle share; "
             "stored before the idle time inside waits was measured)"
         )
     return (
         f", {pending:,.0f} of them on a value still being computed: the device sat idle "
-        f"inside them for {_pct(share)} of the time"
+        f"inside them for {percent(share)} of the time"
     )
 
 
-def _untimed(facts: Facts) -> bool:
-    """No decomposition (a profile, not a timed run): rules fire on counts alone."""
-    return not facts.decomposition
-
-
-def _reliable(facts: Facts) -> bool:
-    """Whether the traced shares (device, host, waits) describe the median (see
-    `scanbench.decomposition`); results stored before the check count as reliable."""
-    return bool(facts.decomposition.get("reliable", True))
-
-
-def _unreliable(facts: Facts) -> str:
-    """`` (the traced call took 6.0x the median: no traced share)`` when it did."""
-    why = facts.decomposition.get("unreliable")
-    return "" if _reliable(facts) or not why else f" ({why}: no traced share)"
-
-
 def _dispatch(facts: Facts) -> Finding | None:
-    dispatches = _get(facts.per_call, "dispatches")
-    if _untimed(facts):
+    dispatches = number(facts.per_call, "dispatches")
+    if untimed(facts):
         if dispatches < UNTIMED_COUNT:
             return None
         return Finding(
@@ -500,7 +348,7 @@ def _dispatch(facts: Facts) -> Finding | None:
             f"{dispatches:,.0f} dispatches per call (a timed run gives their share)",
             "move the loop into lax.scan or vmap (one dispatch per call)",
         )
-    share = _get(facts.decomposition, "dispatch_fraction")
+    share = number(facts.decomposition, "dispatch_fraction")
     if dispatches <= 1 or share < MINOR:
         return None
     cost = facts.costs.get("dispatch_queued_s")
@@ -508,17 +356,17 @@ def _dispatch(facts: Facts) -> Finding | None:
     return Finding(
         Cost.DISPATCH,
         share,
-        f"{dispatches:,.0f} dispatches per call{each} = {_pct(share)} of the time",
+        f"{dispatches:,.0f} dispatches per call{each} = {percent(share)} of the time",
         "move the loop into lax.scan or vmap (one dispatch per call)",
     )
 
 
 def _small_executions(facts: Facts) -> Finding | None:
-    dispatches = _get(facts.per_call, "dispatches")
+    dispatches = number(facts.per_call, "dispatches")
     device = facts.decomposition.get("device_fraction")
-    if _untimed(facts) or dispatches < MANY_DISPATCHES or not device or not facts.median_s:
+    if untimed(facts) or dispatches < MANY_DISPATCHES or not device or not facts.median_s:
         return None
-    if not _reliable(facts):  # its share is the traced device share
+    if not reliable(facts):  # its share is the traced device share
         return None
     each = device * facts.median_s / dispatches
     if each >= SMALL_EXECUTION_S or device < MINOR:
@@ -527,23 +375,23 @@ def _small_executions(facts: Facts) -> Finding | None:
         Cost.SMALL_EXECUTIONS,
         device,
         f"{dispatches:,.0f} dispatches per call, each running {each * 1e6:,.0f} us of device "
-        f"work on average ({_pct(device)} of the time in all)",
+        f"work on average ({percent(device)} of the time in all)",
         "batch the items into one call (vmap over them) or move the loop into lax.scan, "
         "so that each launch does more work",
     )
 
 
 def _transfer(facts: Facts) -> Finding | None:
-    h2d = _get(facts.per_call, "h2d")
-    conversions = _get(facts.per_call, "host_conversions")
-    low = _get(facts.decomposition, "transfer_low_fraction")
-    high = _get(facts.decomposition, "transfer_high_fraction")
-    share = _get(facts.decomposition, "transfer_fraction")
+    h2d = number(facts.per_call, "h2d")
+    conversions = number(facts.per_call, "host_conversions")
+    low = number(facts.decomposition, "transfer_low_fraction")
+    high = number(facts.decomposition, "transfer_high_fraction")
+    share = number(facts.decomposition, "transfer_fraction")
     fix = (
         "keep values on the device inside the loop: no np.array(x), float(x) or Python "
         "scalars per step; convert once, outside"
     )
-    if _untimed(facts):
+    if untimed(facts):
         if h2d + conversions < UNTIMED_COUNT:
             return None
         return Finding(
@@ -555,7 +403,7 @@ def _transfer(facts: Facts) -> Finding | None:
         )
     if h2d + conversions <= 1 or share < MINOR:
         return None
-    priced = _pct(share) if high - low < 0.01 else f"{_pct(low)}-{_pct(high)}"
+    priced = percent(share) if high - low < 0.01 else f"{percent(low)}-{percent(high)}"
     return Finding(
         Cost.TRANSFER,
         share,
@@ -586,12 +434,12 @@ def _gpu_sync(facts: Facts) -> Finding | None:
     whatever its share here (a conversion per item is what a GPU run pays for once the
     larger costs are gone); on a GPU the measured transfers price them (the transfer
     rule)."""
-    conversions = _get(facts.per_call, "host_conversions")
+    conversions = number(facts.per_call, "host_conversions")
     if facts.platform == "gpu" or conversions < 1:
         return None
     floor = conversions * GPU_SYNC_S
     share = floor / facts.median_s if facts.median_s else None
-    of_median = f" ({_pct(share)} of this median)" if share is not None else ""
+    of_median = f" ({percent(share)} of this median)" if share is not None else ""
     return Finding(
         Cost.GPU_SYNC,
         None,
@@ -630,12 +478,12 @@ def _why_recompiled(facts: Facts) -> str:
 
 
 def _recompile(facts: Facts) -> Finding | None:
-    compiles = _get(facts.per_call, "compiles")
-    traces = _get(facts.per_call, "traces")
+    compiles = number(facts.per_call, "compiles")
+    traces = number(facts.per_call, "traces")
     if compiles < 1 and traces < 1:
         return None
-    share = None if _untimed(facts) else _get(facts.decomposition, "compile_fraction")
-    timed = "" if share is None else f" = {_pct(share)} of the time"
+    share = None if untimed(facts) else number(facts.decomposition, "compile_fraction")
+    timed = "" if share is None else f" = {percent(share)} of the time"
     return Finding(
         Cost.RECOMPILE,
         share,
@@ -647,7 +495,7 @@ def _recompile(facts: Facts) -> Finding | None:
 
 
 def _gpu_launch(facts: Facts) -> Finding | None:
-    launches = _get(facts.per_call, "launch_equivalent")
+    launches = number(facts.per_call, "launch_equivalent")
     if launches <= 1 or not facts.median_s:
         return None
     on_gpu = facts.platform == "gpu"
@@ -661,7 +509,7 @@ def _gpu_launch(facts: Facts) -> Finding | None:
         Cost.GPU_LAUNCH,
         share if on_gpu else None,
         f"{launches:,.0f} kernel launches {where} x {cost * 1e6:.0f} us = {floor * 1e3:.3g} ms "
-        f"({_pct(share)} of this median)",
+        f"({percent(share)} of this median)",
         "fuse the loop body into fewer kernels, unroll the scan, or run it as a CUDA graph "
         "(command buffers)",
         estimate=not on_gpu,
@@ -693,10 +541,6 @@ def _layout(facts: Facts) -> Finding | None:
     )
 
 
-def _megabytes(count: float) -> str:
-    return f"{count / 1e6:,.1f} MB"
-
-
 def _temporaries(facts: Facts) -> Finding | None:
     temp, minimum = facts.memory.get("temp_bytes"), facts.memory.get("minimum_bytes")
     if not temp or not minimum or minimum < MEANINGFUL_MINIMUM_BYTES:
@@ -704,12 +548,12 @@ def _temporaries(facts: Facts) -> Finding | None:
     if temp < TEMPORARIES_DOMINATE * minimum:
         return None
     named = list(facts.memory.get("temporaries") or [])[:3]
-    largest = ", ".join(f"{t['instruction']} {_megabytes(t['bytes'])}" for t in named)
+    largest = ", ".join(f"{t['instruction']} {megabytes(t['bytes'])}" for t in named)
     return Finding(
         Cost.TEMPORARIES,
         None,
-        f"XLA plans {_megabytes(temp)} of temporaries per call, {temp / minimum:.1f}x the "
-        f"{_megabytes(minimum)} the work must hold" + (f" (largest: {largest})" if largest else ""),
+        f"XLA plans {megabytes(temp)} of temporaries per call, {temp / minimum:.1f}x the "
+        f"{megabytes(minimum)} the work must hold" + (f" (largest: {largest})" if largest else ""),
         "keep per-step results out of the scan's stacked outputs (block the work so they "
         "stay small) and transpose outside the call",
     )
@@ -741,185 +585,6 @@ def _far_from_limit(facts: Facts) -> Finding | None:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class Priced:
-    """A count at a rate measured in the run: how long it takes, and what it was."""
-
-    seconds: float
-    text: str
-
-
-def _flops_text(flops: float) -> str:
-    for scale, unit in ((1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
-        if flops >= scale:
-            return f"{flops / scale:,.3g} {unit}"
-    return f"{flops:,.0f} FLOP"
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
-
-
-def _operations(facts: Facts) -> tuple[float, str] | None:
-    """(flops per call, where the count comes from), or None without one (module doc)."""
-    if facts.engine == "jax":
-        static = facts.static
-        flops = static.get("flops") if static.get("available") else None
-        if not flops:
-            return None
-        least = "at least " if static.get("custom_calls") else ""
-        opaque = ", library calls not counted" if static.get("custom_calls") else ""
-        return flops, f"{least}{_flops_text(flops)} (XLA's cost analysis, loops included{opaque})"
-    flops = facts.work.get("flops")
-    if not flops:
-        return None
-    return float(flops), f"{_flops_text(flops)} (declared by the scenario)"
-
-
-def _arithmetic(facts: Facts) -> Priced | None:
-    """The operation count at the run's measured arithmetic rate on the cell's cores."""
-    counted = _operations(facts)
-    table = (facts.rates.get("flops_per_s") or {}).get(facts.dtype)
-    if counted is None or not table:
-        return None
-    flops, source = counted
-    if "device" in table:
-        rate, on = float(table["device"]), "the device"
-    else:
-        cores = facts.cores or Cores(1.0, False)
-        one, every = float(table["one"]), float(table["all"])
-        rate = min(one * max(cores.count, 1.0), max(every, one))
-        on = cores.text()
-    return Priced(
-        flops / rate,
-        f"the arithmetic, {source} at the measured {facts.dtype} FMA rate on {on} "
-        f"({rate / 1e9:,.3g} GFLOP/s)",
-    )
-
-
-def _traffic(facts: Facts) -> list[Priced]:
-    """The known traffic at the run's measured rates: the bytes the work must move at
-    the bound's copy bandwidth, and the fresh pages the timed calls faulted in."""
-    parts = []
-    nbytes, bandwidth = facts.work.get("bytes"), facts.bound_bytes_per_s
-    if nbytes and bandwidth:
-        level = f" ({facts.bound_level})" if facts.bound_level else ""
-        parts.append(
-            Priced(
-                nbytes / bandwidth,
-                f"the {_megabytes(nbytes)} the work must move at the copy bandwidth{level}, "
-                f"{bandwidth / 1e9:,.3g} GB/s",
-            )
-        )
-    faults, fault_s = facts.faults_per_call, facts.rates.get("fault_s")
-    if faults and faults >= 1 and fault_s:
-        parts.append(
-            Priced(
-                faults * fault_s,
-                f"{faults:,.0f} page faults per call on fresh memory x {fault_s * 1e6:.2g} us",
-            )
-        )
-    return parts
-
-
-def _of_median(facts: Facts, parts: Sequence[Priced]) -> str:
-    median = facts.median_s or 0.0
-    shown = "; ".join(f"{part.text}: {_ms(part.seconds)}" for part in parts)
-    return f"{shown}, of a {_ms(median)} median"
-
-
-def _memory(facts: Facts) -> Finding | None:
-    """Memory-bound: the known traffic takes `MOST` of the median (module doc)."""
-    parts = _traffic(facts)
-    if not parts or not facts.median_s:
-        return None
-    share = sum(part.seconds for part in parts) / facts.median_s
-    if share < MOST:
-        return None
-    fresh = len(parts) > 1 and parts[-1].seconds > parts[0].seconds
-    fix = (
-        "allocate the output (and any carry) once and write into it on every call (donate "
-        "it, or keep it between calls): each fresh page costs a fault and a zero-fill"
-        if fresh
-        else "move fewer bytes: a smaller dtype, fewer passes over the data, passes fused"
-    )
-    takes = (
-        f"the known traffic takes {_pct(share)} of the time"
-        if share <= 1.0
-        else f"the known traffic takes all of the time (its parts add up to {share:.0%} of "
-        "the median: they overlap, or a rate was measured on a busier machine)"
-    )
-    return Finding(
-        Cost.MEMORY,
-        min(share, 1.0),
-        f"{takes} at the rates measured in this run: {_of_median(facts, parts)}",
-        fix,
-    )
-
-
-def _compute(facts: Facts) -> Finding | None:
-    """Compute-bound: an operation count at the measured rate takes `MOST` of the
-    median (module doc)."""
-    priced = _arithmetic(facts)
-    if priced is None or not facts.median_s:
-        return None
-    share = priced.seconds / facts.median_s
-    if share < MOST:
-        return None
-    return Finding(
-        Cost.COMPUTE,
-        min(share, 1.0),
-        f"{priced.text} takes {_ms(priced.seconds)}, {_pct(share)} of the {_ms(facts.median_s)} "
-        "median",
-        "fewer operations (a better algorithm), or a faster unit: a GPU, wider vectors",
-    )
-
-
-HOST_CODE = ("numpy", "scipy", "numba", "python")  # engines whose Python lines are counted
-
-
-def _loop_of(facts: Facts) -> tuple[float, str] | None:
-    """(iterations per call, where) of host code's hottest Python line, if counted."""
-    hottest = list(facts.python.get("hottest") or [])
-    if facts.engine not in HOST_CODE or not hottest:
-        return None
-    if facts.engine not in HOST_ENGINES and _get(facts.per_call, "dispatches") > 0:
-        return None  # a function that is not jitted but calls JAX: its dispatches say it
-    line = hottest[0]
-    code = str(line.get("code", ""))
-    code = code if len(code) <= 60 else code[:57] + "..."
-    return float(line["count"]), f"{line.get('where')}: `{code}`"
-
-
-def _host_loop(facts: Facts) -> Finding | None:
-    """Host code in a Python loop of `MANY_DISPATCHES` or more iterations per call: its
-    library calls' fixed cost, at least one per iteration at the measured cost of one."""
-    loop = _loop_of(facts)
-    if loop is None or loop[0] < MANY_DISPATCHES or not facts.median_s:
-        return None
-    iterations, where = loop
-    each = facts.median_s / iterations
-    call = facts.rates.get("numpy_call_s")
-    evidence = f"a Python loop of {iterations:,.0f} iterations per call ({where}), {_ms(each)} each"
-    share = None
-    if call:
-        share = min(iterations * call / facts.median_s, 1.0)
-        evidence += (
-            f"; one library call per iteration at the measured cost of a minimal NumPy call "
-            f"({call * 1e6:.2g} us) is at least {_ms(iterations * call)}, {_pct(share)} of "
-            "the time"
-        )
-    small = each < SMALL_EXECUTION_S
-    fix = (
-        "call the library once over the batch (a batched routine, or jax.vmap / lax.scan), "
-        "not once per item"
-        if small
-        else "each iteration's calls do real work: what they spend it on is not counted "
-        "(profile the host code: py-spy, perf)"
-    )
-    return Finding(Cost.HOST_LOOP, share, evidence, fix, label=f"host loop of {iterations:,.0f}")
-
-
 RULES = (
     _dispatch,
     _sync,
@@ -931,9 +596,9 @@ RULES = (
     _layout,
     _temporaries,
     _far_from_limit,
-    _memory,
-    _compute,
-    _host_loop,
+    memory_bound,
+    compute_bound,
+    host_loop,
 )
 WORK = (Cost.MEMORY, Cost.COMPUTE, Cost.HOST_LOOP)  # what the work itself spends time on
 
@@ -972,7 +637,7 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
         if timed[0].cost not in WORK:  # an overhead, not how XLA compiled
             rest = [f for f in rest if f.cost != Cost.FAR]
         return (timed[0], *neighbours, *timed[1:], *rest)
-    if _untimed(facts) and rest:  # counts alone: the overheads present, by rule
+    if untimed(facts) and rest:  # counts alone: the overheads present, by rule
         return (*neighbours, *rest)
     unknown = _the_rest(facts)
     if neighbours and unknown.cost == Cost.UNKNOWN:  # the neighbour is what is known
@@ -997,80 +662,17 @@ def _the_rest(facts: Facts) -> Finding:
     "the work itself"), else what is not known and how to find out."""
     device = facts.decomposition.get("device_fraction")
     host = facts.decomposition.get("host_fraction")
-    reliable = _reliable(facts)
-    if facts.engine not in HOST_ENGINES and reliable and host is not None and host >= DOMINANT:
+    traced = reliable(facts)
+    if facts.engine not in HOST_ENGINES and traced and host is not None and host >= DOMINANT:
         return Finding(
             Cost.UNEXPLAINED,
             host,
-            f"host {_pct(host)} of the time that no count explains (device {_pct(device or 0)}): "
-            "Python between the calls, NumPy on the host, or waits the probes do not see",
+            f"host {percent(host)} of the time that no count explains "
+            f"(device {percent(device or 0)}): Python between the calls, NumPy on the host, "
+            "or waits the probes do not see",
             "look at the trace (`scanbench profile`): the host thread's events show where",
         )
-    return _not_known(facts)
-
-
-def _not_known(facts: Facts) -> Finding:
-    """What was measured, what is not, and how to find out (module doc)."""
-    device = facts.decomposition.get("device_fraction")
-    host = facts.decomposition.get("host_fraction")
-    if not _reliable(facts):
-        where = f"no traced share: {facts.decomposition.get('unreliable')}"
-    elif device is not None and host is not None:
-        where = f"device {_pct(device)}, host {_pct(host)}"
-    else:
-        where = "the overheads counted are small"
-    said = [f"no count explains the time ({where})"]
-    loop = _loop_of(facts)
-    if loop is not None and facts.median_s:
-        iterations, line = loop
-        said.append(
-            f"a Python loop of {iterations:,.0f} iterations per call ({line}), "
-            f"{_ms(facts.median_s / iterations)} each"
-        )
-    priced = [*_traffic(facts)]
-    arithmetic = _arithmetic(facts)
-    if arithmetic is not None:
-        priced.append(arithmetic)
-    if priced:
-        said.append(f"at the rates measured in this run, {_of_median(facts, priced)}")
-    missing = _missing(facts, arithmetic)
-    if missing:
-        said.append("not measured: " + ", ".join(missing))
-    host_code = facts.engine in HOST_CODE
-    fix = (
-        "profile the host code (py-spy, perf): scanbench counts no operations inside it"
-        if host_code
-        else "find out with `scanbench profile`: the trace's kernels by op show where the "
-        "device time goes"
-    )
-    return Finding(Cost.UNKNOWN, None, "; ".join(said), fix)
-
-
-def _missing(facts: Facts, arithmetic: Priced | None) -> list[str]:
-    """What a count or a rate is missing for (the not-known sentence)."""
-    missing = []
-    if arithmetic is None:
-        if _operations(facts) is not None:
-            missing.append("the arithmetic rate (not measured in this run)")
-        elif facts.engine in HOST_CODE:
-            missing.append("an operation count (the scenario declares no work()['flops'])")
-        else:
-            why = facts.static.get("operations_error")
-            missing.append(
-                "an operation count "
-                + (f"({why})" if why else "(XLA's cost analysis: stored by newer runs)")
-            )
-    fresh = (facts.memory.get("measured") or {}).get("bytes")
-    if facts.faults_per_call is None and fresh and fresh >= FRESH_MEMORY_BYTES:
-        missing.append(
-            f"the page faults of the {_megabytes(fresh)} one call allocates (memory probe) "
-            "in the timed calls"
-        )
-    elif facts.faults_per_call and not facts.rates.get("fault_s"):
-        missing.append("the cost of a page fault")
-    if facts.cores is not None and not facts.cores.measured:
-        missing.append("the cores it used (threads not measured)")
-    return missing
+    return not_known(facts)
 
 
 def summary(findings: Sequence[Finding]) -> str:

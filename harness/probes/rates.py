@@ -11,9 +11,9 @@ measured in the run, on the same machine, like the unit costs of
   and round (Numba, ``fastmath``: one fused multiply-add, two flops, per step; the
   elements are independent, so the loop vectorises and the chains overlap). It reaches
   the FMA units' peak (two 256-bit FMAs per cycle and core on the AMD EPYC VM this
-  project is developed on). No workload's mix of operations goes faster, so a count at this rate is a floor of its
-  arithmetic time. On a GPU the same chain runs as a jitted elementwise function over
-  2^24 elements on the device (`device_flops_per_s`).
+  project is developed on). No workload's mix of operations goes faster, so a count at
+  this rate is a floor of its arithmetic time. On a GPU the same chain runs as a jitted
+  elementwise function over 2^24 elements on the device (`device_flops_per_s`).
 - **a page fault** (``fault_s``): what touching freshly mapped memory costs per minor
   fault, over writing memory already touched: a 64 MiB buffer (above glibc's largest
   mmap threshold, so mapped afresh by every allocation, as a large output is) written
