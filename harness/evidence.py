@@ -192,9 +192,18 @@ def host_loop(facts: Facts) -> Finding | None:
     """Host code in a Python loop of `MANY_DISPATCHES` or more iterations per call: its
     library calls' fixed cost, at least one per iteration at the measured cost of one."""
     loop = loop_of(facts)
-    if loop is None or loop[0] < MANY_DISPATCHES or not facts.median_s:
+    if loop is None or loop[0] < MANY_DISPATCHES:
         return None
     iterations, where = loop
+    if not facts.median_s:  # counts alone (scanbench profile)
+        return Finding(
+            Cost.HOST_LOOP,
+            None,
+            f"a Python loop of {iterations:,.0f} iterations per call ({where}; a timed run "
+            "gives its time per iteration)",
+            "call the library once over the batch, not once per item",
+            label=f"host loop of {iterations:,.0f}",
+        )
     each = facts.median_s / iterations
     call = facts.rates.get("numpy_call_s")
     evidence = (
@@ -263,7 +272,7 @@ def missing(facts: Facts, computed: Priced | None) -> list[str]:
         if operations(facts) is not None:
             missing.append("the arithmetic rate (not measured in this run)")
         elif facts.engine in HOST_CODE:
-            missing.append("an operation count (no work()['flops'] in the record)")
+            missing.append("an operation count (no work()['flops'] declared)")
         else:
             why = facts.static.get("operations_error")
             missing.append(

@@ -385,6 +385,8 @@ def test_a_host_loop_of_library_calls_is_named_with_its_iterations():
     )
     assert "at least 80 ms, 29% of the time" in first.evidence
     assert "once over the batch" in first.fix
+    counted = diagnose(Facts(None, {"dispatches": 0}, engine="scipy", python={"hottest": hottest}))
+    assert counted[0].cost == Cost.HOST_LOOP and "a timed run gives its time" in counted[0].evidence
     # the NumPy sweep at default: 99 iterations of 3.3 ms each do real work
     columns = [{"where": "sequential.py:44", "count": 99, "code": "b[..., i] += -w * c"}]
     numpy = diagnose(
