@@ -272,7 +272,7 @@ def missing(facts: Facts, computed: Priced | None) -> list[str]:
         if operations(facts) is not None:
             missing.append("the arithmetic rate (not measured in this run)")
         elif facts.engine in HOST_CODE:
-            missing.append("an operation count (no work()['flops'] declared)")
+            missing.append("an operation count (work()['flops'] not given)")
         else:
             why = facts.static.get("operations_error")
             missing.append(
