@@ -115,7 +115,7 @@ def test_without_evidence_a_cell_says_what_is_not_known_and_how_to_find_out():
     first = lead(tdma("smoke"), "numba-time-major")
     assert first.cost == Cost.UNKNOWN
     assert "the 4.0 MB the work must move at the copy bandwidth (L3, all cores)" in first.evidence
-    assert "not measured: an operation count (work()['flops'] not given)" in (first.evidence)
+    assert "not measured: an operation count (work()['flops'] not given)" in first.evidence
     assert "profile the host code" in first.fix
 
 
