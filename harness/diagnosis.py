@@ -1,32 +1,54 @@
 """What a cell's numbers say to change: the dominant cost, its evidence and its fix.
 
 Pure rules over stored numbers (per-call counts, the time decomposition, the distance to
-a limit), each one documented here and unit-tested on synthetic counts. A rule *fires*
-when its evidence is present; a fired rule whose share of the median is at least
-`DOMINANT` names the cell's dominant cost. Shares come from `scanbench.decomposition`
-(counts x unit costs measured in the same run, device time from the trace).
+a limit, rates measured in the run), each one documented here and unit-tested on
+synthetic counts. A rule *fires* when its evidence is present; a fired rule whose share
+of the median is at least `DOMINANT` names the cell's dominant cost. Shares come from
+`scanbench.decomposition` (counts x unit costs measured in the same run, device time
+from the trace). No rule fires by elimination: a cell none of them explains is *not
+known*, said with what was measured and how to find out.
 
-- **near a limit**: the median is within `NEAR_LIMIT` of the memory-bandwidth bound
-  (``x BW bound``: the bytes the work must move at the copy bandwidth measured in the run)
-  or within `NEAR_ROOFLINE` of the scenario's roofline kernel (``x roofline``: the same
-  arithmetic, hand-written, in the same run: a reachable limit, hence the tighter bound;
-  the Numba MPPI run at 2.8x it still draws, weights and steps the plant), and no
-  overhead rule below has a share of at least `MINOR`: nothing left to gain from the
-  loop structure. The bandwidth bound assumes one perfect stream; a sweep with a
-  dependency chain per system does not reach it (the best TDMA solvers measured here sit
-  at 2.7-3.0x), hence 3.5x, not 1.x.
+Like with like: a cell's cores are the ones its timed calls used (measured,
+`scanbench.probes.usage`; the backend's declaration only for results stored before),
+and every per-core comparison uses them: the memory bound (one core's copy bandwidth, or
+every core's), the arithmetic rate, the roofline and the faster neighbour.
+
+- **the roofline**: the scenario's roofline kernel (strategy ``roofline``) is the limit
+  the other rows are measured against, a reference: it is not diagnosed.
+- **near a limit**: the median is within `NEAR_LIMIT` of the memory bound (``x BW bound``:
+  the bytes the work must move at the copy bandwidth of the level its working set fits
+  in, measured in the run; a copy of that level reaches 1.0-1.1x) or within
+  `NEAR_ROOFLINE` of the roofline kernel per core (``x roofline``: the same arithmetic,
+  hand-written, in the same run), no overhead rule has a share of at least `MINOR` and no
+  backend of the table is faster: nothing left to gain from the loop structure.
+- **memory-bound**: the traffic that is known takes at least `MOST` of the median: the
+  bytes the work must move at the bound's copy bandwidth (its cores'), plus the page
+  faults its timed calls took on fresh memory (`scanbench.probes.usage`: a fresh output
+  or carry every call) x the run's measured cost of one (`scanbench.probes.rates`).
+- **compute-bound**: an operation count at the run's measured arithmetic rate (an FMA
+  chain's, in the cell's dtype, on the cores the cell used) takes at least `MOST` of the
+  median. The count: for a JAX backend, XLA's cost analysis of its compiled programs with
+  every loop's trip count (`scanbench.probes.operations`); for host code (NumPy, Numba,
+  SciPy), the scenario's declared ``work()["flops"]``; else there is none and no
+  arithmetic is claimed.
+- **host loop**: host code (NumPy, SciPy, Numba, or a function that dispatches nothing
+  to XLA) that runs a Python loop of at least `MANY_DISPATCHES` iterations per call (its
+  hottest line, counted: `scanbench.probes.lines`): named as such, with iterations x the
+  measured cost of one minimal library call (a lower bound of the calls' fixed cost) as
+  its share: call the library once over the batch.
 - **dispatch-bound**: more than one dispatch per call and dispatches x the measured cost
   of one are at least `MINOR` of the median: move the loop into ``lax.scan`` or ``vmap``.
 - **many small executions**: at least `MANY_DISPATCHES` dispatches per call whose
   measured device time averages under `SMALL_EXECUTION_S` each: the device time is spent
-  in launches too small to use the device (on CPU, the executor's per-kernel overhead on
-  a few hundred lanes), not in work; its share is the device share. The sequential MPPI
-  loop at `default`: 15,422 dispatches averaging ~30 us, 71% of the call, which the
-  dispatch cost alone (8%) does not name. Batch the items into one call (``vmap``) or
-  move the loop into ``lax.scan``.
+  in launches too small to use the device, not in work; its share is the device share.
+  Batch the items into one call (``vmap``) or move the loop into ``lax.scan``.
+- **sync-bound**: explicit waits per item whose device-idle time is at least `MINOR` of
+  the median; where the table holds the same loop without the waits (the same functions
+  dispatched as often, the same kernels, no waits), the measured difference to it is the
+  cost instead, with its interval, and a loop the waits do not slow down is told so.
 - **transfer-bound**: host<->device round trips per call (H2D transfers and host
-  conversions such as ``np.array(x)`` or ``float(x)``) priced by path (a range when the path
-  is unknown; its middle is the share): keep values on the device inside the loop.
+  conversions such as ``np.array(x)`` or ``float(x)``) priced by path (a range when the
+  path is unknown; its middle is the share): keep values on the device inside the loop.
 - **recompiling**: traces or XLA compilations inside every call (``jax.monitoring``),
   timed: jit once outside the loop, keep shapes and static arguments fixed.
 - **launch-bound on a GPU** (an estimate on a CPU run): GPU launch equivalents (static
@@ -39,38 +61,90 @@ when its evidence is present; a fired rule whose share of the median is at least
   reads (copies are named with them; alone they are mostly XLA's loop-carry copies).
 - **temporaries**: XLA plans temporaries of at least `TEMPORARIES_DOMINATE` of the
   minimum the work holds (inputs + output, when that minimum is at least
-  `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share), e.g. the
-  forward scan's stacked primes, 2 x n x batch floats. Keep per-step results out of the
-  scan's stacked outputs (block the work so they stay small) or transpose outside the call.
+  `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share).
 - **far from its limit**: a JAX backend at more than `FAR_FROM_LIMIT` x the scenario's
-  roofline kernel or its memory bound, and no overhead dominates (a dispatch-bound loop
-  needs the loop moved, not other options): besides the code, XLA's options decide how it is
-  compiled (the MPPI rollouts run 1.5x faster with XLA:CPU's multi-output fusion); no
-  share, a suggestion: ``scanbench flags`` measures the curated options for the platform
-  against the cell's current ones, in paired blocks.
-- **no dominant overhead**: nothing above reaches `DOMINANT`: the time is the work itself
-  (the device and host shares say where it runs).
+  roofline kernel or its memory bound, and no overhead dominates: XLA's options decide
+  how it compiles too; ``scanbench flags`` measures them (a suggestion, no share).
+- **a faster backend**: another backend of the same table does the same work at least
+  `FASTER_BY` x faster and the `TIE_CONFIDENCE` interval of the ratio of their samples
+  excludes a tie (never two medians alone). Which one is named: first the same program
+  with other XLA flags (the same functions dispatched as often, the same loops, other
+  flags), then the fastest on at most as many cores (always named), else the fastest on
+  more cores, with both core counts and the ratio per core.
+- **unexplained host time**: a JAX backend whose reliable decomposition leaves at least
+  `DOMINANT` of the median on the host with no count explaining it: look at the trace.
+- **not known**: nothing above has evidence: the sentence says what was measured (the
+  shares, the known traffic and arithmetic at the measured rates, of the median) and
+  how to find out (``scanbench profile``; a profiler of the host code).
+
+A decomposition the decomposition itself marks unreliable (its traced call took over 2x
+the median, or its parts exceed the median) gives no measured share: the rules then read
+the counts x unit costs alone, and the sentence says why.
+
+The constants are rules, not measurements: `MOST` is "most of the time"; `NEAR_LIMIT` is
+how close to a copy of its level a kernel must be to be at the bound (a copy reaches
+1.0-1.1x; a kernel at 2-3x is doing something else).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from .evidence import (
+    MOST,
+    compute_bound,
+    host_loop,
+    memory_bound,
+    not_known,
+)
+from .findings import (
+    HOST_ENGINES,
+    MANY_DISPATCHES,
+    SMALL_EXECUTION_S,
+    TIE_CONFIDENCE,
+    Cores,
+    Cost,
+    Facts,
+    Finding,
+    Neighbour,
+    cores_of,
+    facts_of,
+    megabytes,
+    number,
+    percent,
+    reliable,
+    unreliable,
+    untimed,
+)
+
+__all__ = [  # the diagnosis's names, its vocabulary included (scanbench.findings)
+    "DOMINANT",
+    "FASTER_BY",
+    "MINOR",
+    "MOST",
+    "NEAR_LIMIT",
+    "TIE_CONFIDENCE",
+    "Cores",
+    "Cost",
+    "Facts",
+    "Finding",
+    "Neighbour",
+    "cores_of",
+    "diagnose",
+    "facts_of",
+    "summary",
+]
 
 DOMINANT = 0.20  # a share of the median at least this names the dominant cost
 MINOR = 0.05  # below this a cost is not worth naming
 NEAR_LIMIT = 1.5  # within 1.5x of the copy bandwidth of the working set's level (see above)
-NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel (see above)
+NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel, per core (see above)
 TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / the work's minimum from which they are named
 MEANINGFUL_MINIMUM_BYTES = 2**20  # below this (MPPI's 56-byte inputs) no ratio means much
-MANY_DISPATCHES = 100  # dispatches per call from which their size is looked at
-SMALL_EXECUTION_S = 100e-6  # mean device time per dispatch below which it is small
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
 FASTER_BY = 1.3  # a backend of the same table this much faster is named
+CORES_DIFFER = 0.5  # cells this many cores apart ran on different numbers of cores
 FAR_FROM_LIMIT = 2.0  # a JAX cell this far from its roofline or memory bound: try XLA options
-HOST_ENGINES = ("numpy", "numba", "scipy")  # host code: their host time is the work
 # A CUDA kernel launch from the host costs ~3-10 us without CUDA graphs (NVIDIA's guidance
 # and JAX issue reports of per-op launch overhead); 5 us is the documented default until a
 # GPU run measures it (environment.overheads.kernel_launch_s of that run).
@@ -82,99 +156,10 @@ GPU_LAUNCH_S = 5e-6
 GPU_SYNC_S = 15e-6
 
 
-class Cost(enum.StrEnum):
-    NEAR_LIMIT = "near a limit"
-    FASTER = "a faster backend"
-    SYNC = "sync-bound"
-    UNEXPLAINED = "unexplained host time"
-    COMPUTE = "compute-bound"
-    DISPATCH = "dispatch-bound"
-    SMALL_EXECUTIONS = "many small executions"
-    TRANSFER = "transfer-bound"
-    RECOMPILE = "recompiling"
-    GPU_LAUNCH = "launch-bound on a GPU"
-    GPU_SYNC = "host syncs on a GPU"
-    LAYOUT = "layout"
-    TEMPORARIES = "temporaries"
-    FAR = "far from its limit"
-    NONE = "no dominant overhead"
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """One fired rule: what, its share of the median (None: not a time), why, what to do."""
-
-    cost: Cost
-    share: float | None
-    evidence: str
-    fix: str
-    estimate: bool = False  # a prediction (GPU launches on a CPU run), not a measurement
-    label: str = ""  # how the summary's "also" names it, when more than its cost
-
-    def text(self) -> str:
-        label = f"{self.cost} (estimate)" if self.estimate else str(self.cost)
-        return f"{label}: {self.evidence}; {self.fix}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Facts:
-    """What the rules read (from a stored record, a report row or the Python API)."""
-
-    median_s: float | None
-    per_call: Mapping[str, float | None]  # `scanbench.counts.Counts.per_call`
-    kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    costs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # unit costs
-    platform: str = "cpu"
-    x_bandwidth: float | None = None
-    x_roofline: float | None = None
-    memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.memory
-    bound_level: str | None = None  # the memory level x_bandwidth is measured against
-    engine: str = "jax"  # what executes the backend: jax, numpy, numba, scipy, python
-    # (backend, how many times faster, {count: (this backend's, its)}) of the fastest
-    # backend of the same table on the same cores (one, or every one) that does the same
-    # work >= `FASTER_BY` x faster
-    faster: tuple[str, float, Mapping[str, tuple[float | None, float | None]]] | None = None
-    compilations: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by function
-    conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by kind, caller
-    static: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.static
-
-
-def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
-    """What the rules read of a stored, counted and timed record (None otherwise); the
-    distances to a limit come from the report (they need the run's other records)."""
-    if record.status != "ok" or not record.counts or "median" not in record.stats:
-        return None
-    return Facts(
-        median_s=record.stats["median"],
-        per_call=record.counts.per_call(),
-        kernels_by_op=record.counts.breakdowns()["kernels_by_op"],
-        decomposition=dict(record.decomposition),
-        costs=dict(environment.get("overheads") or {}),
-        platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
-        memory=dict(record.counts.section("memory")),
-        engine=record.engine,
-        compilations=dict(record.counts.compilations),
-        conversions=dict(record.counts.conversions),
-        static=dict(record.counts.static),
-    )
-
-
-def _get(mapping: Mapping[str, Any], key: str) -> float:
-    value = mapping.get(key)
-    return 0.0 if value is None else float(value)
-
-
-def _pct(fraction: float) -> str:
-    """A share of the median (at most 100%: a part measured in the slower counted call
-    can exceed the median it is divided by)."""
-    return f"{min(fraction, 1.0):.0%}"
-
-
 def _near_limit(facts: Facts) -> Finding | None:
     limits = [
         (facts.x_bandwidth, "the memory-bandwidth bound", NEAR_LIMIT),
-        (facts.x_roofline, "the roofline kernel", NEAR_ROOFLINE),
+        (facts.x_roofline, "the roofline kernel per core", NEAR_ROOFLINE),
     ]
     for ratio, what, near in limits:
         if ratio is not None and ratio == ratio and ratio <= near:
@@ -201,86 +186,160 @@ COUNTS_NAMED = {
 
 
 def _faster(facts: Facts) -> Finding | None:
-    """Another backend of the same table does the same work at least `FASTER_BY` x
-    faster: named, with the counts in which the two differ."""
-    if facts.faster is None:
+    """The first faster backend of the table (`Neighbour`, chosen by the report): named
+    with the interval of the ratio, the cores of both when they differ, and the counts in
+    which the two differ."""
+    if not facts.faster:
         return None
-    name, ratio, counts = facts.faster
-    shown = [
-        f"{COUNTS_NAMED.get(key, key)} {_count(mine)} vs {_count(theirs)}"
-        for key, (mine, theirs) in counts.items()
-    ]
-    differs = f" ({'; '.join(shown)})" if shown else " (with the same counts: its loop or layout)"
+    first = facts.faster[0]
     return Finding(
         Cost.FASTER,
         None,
-        f"{name} does the same work {ratio:.1f}x faster{differs}",
-        f"see what {name} does differently",
-        label=f"{name} {ratio:.1f}x faster",
+        _neighbour_text(first),
+        f"see what {first.name} does differently",
+        label=_neighbour_label(first),
     )
+
+
+def _neighbour_text(neighbour: Neighbour) -> str:
+    """``scanned +xla, the same program with other XLA flags, does the same work 1.37x
+    faster (95% interval 1.33-1.41x; ...)``."""
+    what = (
+        f"{neighbour.name}, the same program with other XLA flags,"
+        if neighbour.same_program
+        else neighbour.name
+    )
+    text = f"{what} does the same work {neighbour.ratio:.2f}x faster ({neighbour.interval()}"
+    cores = neighbour.cores
+    if cores is not None and _differ(*cores):
+        mine, theirs = cores
+        per_core = neighbour.per_core
+        cheaper = (
+            f"{per_core:.2f}x less core time per call"
+            if per_core >= 1
+            else f"{1 / per_core:.2f}x more core time per call"
+        )
+        text += f"; on {theirs.text()} against this backend's {mine.text()}: {cheaper}"
+    elif cores is not None and not (cores[0].measured and cores[1].measured):
+        text += "; threads not measured"
+    shown = [
+        f"{COUNTS_NAMED.get(key, key)} {_count(mine)} vs {_count(theirs)}"
+        for key, (mine, theirs) in neighbour.counts.items()
+    ]
+    if shown:
+        text += "; " + "; ".join(shown)
+    elif not neighbour.same_program:
+        text += "; the same counts: its loop or layout"
+    return text + ")"
+
+
+def _neighbour_label(neighbour: Neighbour) -> str:
+    cores = neighbour.cores
+    on = f" on {cores[1].text()}" if cores is not None and _differ(*cores) else ""
+    return f"{neighbour.name} {neighbour.ratio:.2f}x faster{on}"
+
+
+def _differ(mine: Cores, theirs: Cores) -> bool:
+    """Whether two cells ran on different numbers of cores (`CORES_DIFFER` or more apart)."""
+    return abs(mine.count - theirs.count) >= CORES_DIFFER
 
 
 def _count(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+SYNC_FIX = (
+    "wait once, after the loop: let the host queue the calls ahead (no block_until_ready, "
+    "float() or np.array() per step)"
+)
+
+
 def _sync(facts: Facts) -> Finding | None:
-    """Explicit waits per item: each stops the host from queueing the next call while the
-    device runs the last, and sleeps until woken."""
-    waits = _get(facts.per_call, "waits")
+    """Explicit waits per item: the device-idle time inside them, or the measured
+    difference to the same loop without them where the table has it."""
+    waits = number(facts.per_call, "waits")
     if waits < 2:
         return None
     by_function = facts.conversions.get("waits_by_function") or {}
     where = ", ".join(f"{name} {count:g}" for name, count in list(by_function.items())[:2])
     where = f" (in {where})" if where else ""
-    fix = (
-        "wait once, after the loop: let the host queue the calls ahead (no "
-        "block_until_ready, float() or np.array() per step)"
-    )
-    if _untimed(facts):
+    if untimed(facts):
         if waits < UNTIMED_COUNT:
             return None
         return Finding(
             Cost.SYNC,
             None,
             f"{waits:,.0f} waits per call{where} (a timed run gives their share)",
-            fix,
+            SYNC_FIX,
         )
-    share = _get(facts.decomposition, "sync_fraction")
+    sibling = facts.without_waits
+    if sibling is not None:
+        return _sync_against(facts, waits, where, sibling)
+    if not reliable(facts):
+        return Finding(
+            Cost.SYNC, None, f"{waits:,.0f} waits per call{where}{unreliable(facts)}", SYNC_FIX
+        )
+    share = number(facts.decomposition, "sync_fraction")
     if share < MINOR:
         return None
     return Finding(
         Cost.SYNC,
         share,
         f"{waits:,.0f} waits per call{where}{_wait_prices(facts, waits, share)}",
-        fix,
+        SYNC_FIX,
+    )
+
+
+def _sync_against(facts: Facts, waits: float, where: str, sibling: Neighbour) -> Finding:
+    """The waits priced by the same loop without them (`Facts.without_waits`)."""
+    measured = f"the same loop without them, {sibling.name}, measured in this run"
+    if sibling.low > 1.0:  # the loop without the waits is faster, the interval says
+        share = 1.0 - 1.0 / sibling.ratio
+        return Finding(
+            Cost.SYNC,
+            share,
+            f"{waits:,.0f} waits per call{where} cost {percent(share)} of the time: {measured}, "
+            f"is {sibling.ratio:.2f}x faster ({sibling.interval()})",
+            SYNC_FIX,
+        )
+    if sibling.high < 1.0:
+        said = f"is {1 / sibling.ratio:.2f}x slower ({sibling.interval()})"
+    else:
+        said = f"is as fast ({sibling.interval()})"
+    return Finding(
+        Cost.SYNC,
+        None,
+        f"{waits:,.0f} waits per call{where}, but {measured}, {said}: the waits cost "
+        "nothing measurable here",
+        "nothing to change for this machine; on a GPU each wait is a synchronisation",
+        label="waits (no measurable cost)",
     )
 
 
 def _wait_prices(facts: Facts, waits: float, share: float) -> str:
-    """What the waits cost: measured in the counted call (how many found their value
-    still being computed, the share of the time inside them), or, for older records, the
-    probe's price of one wait."""
+    """What the waits cost: the device-idle time inside them (or its upper bound, for
+    records stored before it was measured), or the probe's price of one wait."""
     pending, counted = facts.conversions.get("pending_waits"), facts.conversions.get("waits")
     if facts.conversions.get("waited_s") is None or pending is None or not counted:
         cost = facts.costs.get("wait_s")
         each = f" x {cost * 1e6:.0f} us" if cost else ""
-        return f"{each} = {_pct(share)} of the time"
+        return f"{each} = {percent(share)} of the time"
     pending = waits * min(max(pending / counted, 0.0), 1.0)  # the counted calls, per call
+    if facts.decomposition.get("sync_bound"):
+        return (
+            f", {pending:,.0f} of them on a value still being computed: the device sat idle "
+            f"inside them for at most {percent(share)} of the time (the traced call's idle share; "
+            "stored before the idle time inside waits was measured)"
+        )
     return (
-        f", {pending:,.0f} of them on a value still being computed: the host spent "
-        f"{_pct(share)} of the time inside them"
+        f", {pending:,.0f} of them on a value still being computed: the device sat idle "
+        f"inside them for {percent(share)} of the time"
     )
 
 
-def _untimed(facts: Facts) -> bool:
-    """No decomposition (a profile, not a timed run): rules fire on counts alone."""
-    return not facts.decomposition
-
-
 def _dispatch(facts: Facts) -> Finding | None:
-    dispatches = _get(facts.per_call, "dispatches")
-    if _untimed(facts):
+    dispatches = number(facts.per_call, "dispatches")
+    if untimed(facts):
         if dispatches < UNTIMED_COUNT:
             return None
         return Finding(
@@ -289,7 +348,7 @@ def _dispatch(facts: Facts) -> Finding | None:
             f"{dispatches:,.0f} dispatches per call (a timed run gives their share)",
             "move the loop into lax.scan or vmap (one dispatch per call)",
         )
-    share = _get(facts.decomposition, "dispatch_fraction")
+    share = number(facts.decomposition, "dispatch_fraction")
     if dispatches <= 1 or share < MINOR:
         return None
     cost = facts.costs.get("dispatch_queued_s")
@@ -297,15 +356,17 @@ def _dispatch(facts: Facts) -> Finding | None:
     return Finding(
         Cost.DISPATCH,
         share,
-        f"{dispatches:,.0f} dispatches per call{each} = {_pct(share)} of the time",
+        f"{dispatches:,.0f} dispatches per call{each} = {percent(share)} of the time",
         "move the loop into lax.scan or vmap (one dispatch per call)",
     )
 
 
 def _small_executions(facts: Facts) -> Finding | None:
-    dispatches = _get(facts.per_call, "dispatches")
+    dispatches = number(facts.per_call, "dispatches")
     device = facts.decomposition.get("device_fraction")
-    if _untimed(facts) or dispatches < MANY_DISPATCHES or not device or not facts.median_s:
+    if untimed(facts) or dispatches < MANY_DISPATCHES or not device or not facts.median_s:
+        return None
+    if not reliable(facts):  # its share is the traced device share
         return None
     each = device * facts.median_s / dispatches
     if each >= SMALL_EXECUTION_S or device < MINOR:
@@ -314,23 +375,23 @@ def _small_executions(facts: Facts) -> Finding | None:
         Cost.SMALL_EXECUTIONS,
         device,
         f"{dispatches:,.0f} dispatches per call, each running {each * 1e6:,.0f} us of device "
-        f"work on average ({_pct(device)} of the time in all)",
+        f"work on average ({percent(device)} of the time in all)",
         "batch the items into one call (vmap over them) or move the loop into lax.scan, "
         "so that each launch does more work",
     )
 
 
 def _transfer(facts: Facts) -> Finding | None:
-    h2d = _get(facts.per_call, "h2d")
-    conversions = _get(facts.per_call, "host_conversions")
-    low = _get(facts.decomposition, "transfer_low_fraction")
-    high = _get(facts.decomposition, "transfer_high_fraction")
-    share = _get(facts.decomposition, "transfer_fraction")
+    h2d = number(facts.per_call, "h2d")
+    conversions = number(facts.per_call, "host_conversions")
+    low = number(facts.decomposition, "transfer_low_fraction")
+    high = number(facts.decomposition, "transfer_high_fraction")
+    share = number(facts.decomposition, "transfer_fraction")
     fix = (
         "keep values on the device inside the loop: no np.array(x), float(x) or Python "
         "scalars per step; convert once, outside"
     )
-    if _untimed(facts):
+    if untimed(facts):
         if h2d + conversions < UNTIMED_COUNT:
             return None
         return Finding(
@@ -342,7 +403,7 @@ def _transfer(facts: Facts) -> Finding | None:
         )
     if h2d + conversions <= 1 or share < MINOR:
         return None
-    priced = _pct(share) if high - low < 0.01 else f"{_pct(low)}-{_pct(high)}"
+    priced = percent(share) if high - low < 0.01 else f"{percent(low)}-{percent(high)}"
     return Finding(
         Cost.TRANSFER,
         share,
@@ -373,12 +434,12 @@ def _gpu_sync(facts: Facts) -> Finding | None:
     whatever its share here (a conversion per item is what a GPU run pays for once the
     larger costs are gone); on a GPU the measured transfers price them (the transfer
     rule)."""
-    conversions = _get(facts.per_call, "host_conversions")
+    conversions = number(facts.per_call, "host_conversions")
     if facts.platform == "gpu" or conversions < 1:
         return None
     floor = conversions * GPU_SYNC_S
     share = floor / facts.median_s if facts.median_s else None
-    of_median = f" ({_pct(share)} of this median)" if share is not None else ""
+    of_median = f" ({percent(share)} of this median)" if share is not None else ""
     return Finding(
         Cost.GPU_SYNC,
         None,
@@ -417,12 +478,12 @@ def _why_recompiled(facts: Facts) -> str:
 
 
 def _recompile(facts: Facts) -> Finding | None:
-    compiles = _get(facts.per_call, "compiles")
-    traces = _get(facts.per_call, "traces")
+    compiles = number(facts.per_call, "compiles")
+    traces = number(facts.per_call, "traces")
     if compiles < 1 and traces < 1:
         return None
-    share = None if _untimed(facts) else _get(facts.decomposition, "compile_fraction")
-    timed = "" if share is None else f" = {_pct(share)} of the time"
+    share = None if untimed(facts) else number(facts.decomposition, "compile_fraction")
+    timed = "" if share is None else f" = {percent(share)} of the time"
     return Finding(
         Cost.RECOMPILE,
         share,
@@ -434,7 +495,7 @@ def _recompile(facts: Facts) -> Finding | None:
 
 
 def _gpu_launch(facts: Facts) -> Finding | None:
-    launches = _get(facts.per_call, "launch_equivalent")
+    launches = number(facts.per_call, "launch_equivalent")
     if launches <= 1 or not facts.median_s:
         return None
     on_gpu = facts.platform == "gpu"
@@ -448,7 +509,7 @@ def _gpu_launch(facts: Facts) -> Finding | None:
         Cost.GPU_LAUNCH,
         share if on_gpu else None,
         f"{launches:,.0f} kernel launches {where} x {cost * 1e6:.0f} us = {floor * 1e3:.3g} ms "
-        f"({_pct(share)} of this median)",
+        f"({percent(share)} of this median)",
         "fuse the loop body into fewer kernels, unroll the scan, or run it as a CUDA graph "
         "(command buffers)",
         estimate=not on_gpu,
@@ -480,10 +541,6 @@ def _layout(facts: Facts) -> Finding | None:
     )
 
 
-def _megabytes(count: float) -> str:
-    return f"{count / 1e6:,.1f} MB"
-
-
 def _temporaries(facts: Facts) -> Finding | None:
     temp, minimum = facts.memory.get("temp_bytes"), facts.memory.get("minimum_bytes")
     if not temp or not minimum or minimum < MEANINGFUL_MINIMUM_BYTES:
@@ -491,12 +548,12 @@ def _temporaries(facts: Facts) -> Finding | None:
     if temp < TEMPORARIES_DOMINATE * minimum:
         return None
     named = list(facts.memory.get("temporaries") or [])[:3]
-    largest = ", ".join(f"{t['instruction']} {_megabytes(t['bytes'])}" for t in named)
+    largest = ", ".join(f"{t['instruction']} {megabytes(t['bytes'])}" for t in named)
     return Finding(
         Cost.TEMPORARIES,
         None,
-        f"XLA plans {_megabytes(temp)} of temporaries per call, {temp / minimum:.1f}x the "
-        f"{_megabytes(minimum)} the work must hold" + (f" (largest: {largest})" if largest else ""),
+        f"XLA plans {megabytes(temp)} of temporaries per call, {temp / minimum:.1f}x the "
+        f"{megabytes(minimum)} the work must hold" + (f" (largest: {largest})" if largest else ""),
         "keep per-step results out of the scan's stacked outputs (block the work so they "
         "stay small) and transpose outside the call",
     )
@@ -510,7 +567,7 @@ def _far_from_limit(facts: Facts) -> Finding | None:
     far = [
         f"{ratio:.1f}x {what}"
         for ratio, what in (
-            (facts.x_roofline, "the roofline kernel"),
+            (facts.x_roofline, "the roofline kernel per core"),
             (facts.x_bandwidth, "the memory bound"),
         )
         if ratio is not None and ratio == ratio and ratio > FAR_FROM_LIMIT
@@ -539,64 +596,83 @@ RULES = (
     _layout,
     _temporaries,
     _far_from_limit,
+    memory_bound,
+    compute_bound,
+    host_loop,
 )
+WORK = (Cost.MEMORY, Cost.COMPUTE, Cost.HOST_LOOP)  # what the work itself spends time on
 
 
 def diagnose(facts: Facts) -> tuple[Finding, ...]:
     """Every fired rule, the dominant cost first (see the module doc); a cell with none
-    says so, with where its time runs. A faster backend of the same table is named
-    right after the dominant cost, and nothing is "near a limit" beside one."""
+    says what is not known. A faster backend of the same table is named right after the
+    dominant cost, and nothing is "near a limit" beside one. The roofline row is a
+    reference: not diagnosed."""
+    if facts.reference:
+        return (
+            Finding(
+                Cost.REFERENCE,
+                None,
+                "the scenario's roofline kernel: its arithmetic alone, the limit the other "
+                "rows are measured against (x roofline)",
+                "not diagnosed",
+            ),
+        )
     fired = [finding for rule in RULES if (finding := rule(facts)) is not None]
-    faster = _faster(facts)
-    overheads = [f for f in fired if f.share is not None and f.share >= MINOR and not f.estimate]
+    neighbours = _neighbours(facts)
+    overheads = [
+        f
+        for f in fired
+        if f.share is not None and f.share >= MINOR and not f.estimate and f.cost not in WORK
+    ]
     limit = _near_limit(facts)
-    if limit is not None and not overheads and faster is None:
-        return (limit, *fired)
+    if limit is not None and not overheads and not neighbours:
+        return (limit, *(f for f in fired if f.cost != Cost.MEMORY))  # the limit, said once
     timed = sorted(
         (f for f in fired if f.share is not None and not f.estimate),
         key=lambda f: -(f.share or 0.0),
     )
     rest = [f for f in fired if f not in timed]
-    neighbour = [faster] if faster is not None else []
-    if timed and (timed[0].share or 0.0) >= DOMINANT:  # an overhead, not how XLA compiled
-        rest = [f for f in rest if f.cost != Cost.FAR]
-        return (timed[0], *neighbour, *timed[1:], *rest)
-    if _untimed(facts) and rest:  # counts alone: the overheads present, by rule
-        return (*neighbour, *rest)
-    return (*neighbour, _the_rest(facts), *timed, *rest)
+    if timed and (timed[0].share or 0.0) >= DOMINANT:
+        if timed[0].cost not in WORK:  # an overhead, not how XLA compiled
+            rest = [f for f in rest if f.cost != Cost.FAR]
+        return (timed[0], *neighbours, *timed[1:], *rest)
+    if untimed(facts) and rest:  # counts alone: the overheads present, by rule
+        return (*neighbours, *rest)
+    unknown = _the_rest(facts)
+    if neighbours and unknown.cost == Cost.UNKNOWN:  # the neighbour is what is known
+        return (*neighbours, *timed, *rest)
+    return (*neighbours, unknown, *timed, *rest)
+
+
+def _neighbours(facts: Facts) -> list[Finding]:
+    """The first faster backend as a finding, the others as labels."""
+    first = _faster(facts)
+    if first is None:
+        return []
+    others = [
+        Finding(Cost.FASTER, None, _neighbour_text(n), "", label=_neighbour_label(n))
+        for n in facts.faster[1:]
+    ]
+    return [first, *others]
 
 
 def _the_rest(facts: Facts) -> Finding:
-    """When no overhead dominates: host time of a JAX backend that no count explains
-    (never "the work itself"), else the work itself: compute-bound when the memory bound
-    is known and far, or no dominant overhead."""
+    """When no rule dominates: host time of a JAX backend that no count explains (never
+    "the work itself"), else what is not known and how to find out."""
     device = facts.decomposition.get("device_fraction")
     host = facts.decomposition.get("host_fraction")
-    if facts.engine not in HOST_ENGINES and host is not None and host >= DOMINANT:
+    traced = reliable(facts)
+    if facts.engine not in HOST_ENGINES and traced and host is not None and host >= DOMINANT:
         return Finding(
             Cost.UNEXPLAINED,
             host,
-            f"host {_pct(host)} of the time that no count explains (device {_pct(device or 0)}): "
-            "Python between the calls, NumPy on the host, or waits the probes do not see",
+            f"host {percent(host)} of the time that no count explains "
+            f"(device {percent(device or 0)}): Python between the calls, NumPy on the host, "
+            "or waits the probes do not see",
             "look at the trace (`scanbench profile`): the host thread's events show where",
         )
-    where = (
-        f"device {_pct(device)}, host {_pct(host)}"
-        if device is not None and host is not None
-        else "the overheads counted are small"
-    )
-    ratio = facts.x_bandwidth
-    if ratio is not None and ratio == ratio and ratio > NEAR_LIMIT:
-        level = f" ({facts.bound_level})" if facts.bound_level else ""
-        return Finding(
-            Cost.COMPUTE,
-            None,
-            f"no overhead counted ({where}) and {ratio:.2f}x the memory bound{level}: "
-            "the arithmetic or a dependency chain takes the time",
-            "fewer operations, a better algorithm or layout for the vector units; the "
-            "roofline column, where there is one, says how far the arithmetic's limit is",
-        )
-    return Finding(Cost.NONE, None, where, "the time is the work itself")
+    return not_known(facts)
 
 
 def summary(findings: Sequence[Finding]) -> str:

@@ -23,13 +23,22 @@ Derived columns (all from stored values; nothing is re-measured):
     warmup_skipped                  no separate warm-up call (the first call took over 1 s)
     speedup                         baseline median / median (same run and table); the
                                     baseline is the scenario's `sequential` backend
-    x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run)
-    diagnosis                       the dominant cost, its evidence and its fix
-                                    (`scanbench.diagnosis`), for counted, timed cells
-    x_roofline                      median / the median of the scenario's roofline kernel
-                                    (strategy "roofline": the same work as hand-written
-                                    arithmetic alone) in the same run and table; roofline
-                                    rows themselves are never fastest, tied or sped up
+    x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run: one
+                                    core's copy, or every core's for a cell that used more
+                                    than one)
+    cores, cores_measured,          the cores the timed calls used (CPU time / wall time,
+    cores_contended                 `scanbench.probes.usage`), whether measured (else the
+                                    backend's declaration: 1, or every core when parallel)
+                                    and whether measured on a busy machine
+    faults_per_call                 minor page faults of a timed call (fresh memory)
+    diagnosis, findings             the dominant cost, its evidence and its fix, and the
+                                    others' names (`scanbench.diagnosis`), for counted, timed
+                                    cells; and every finding, the dominant first
+    x_roofline                      core time per call / the roofline kernel's (strategy
+                                    "roofline": the same work as hand-written arithmetic
+                                    alone) in the same run and table: median x cores over
+                                    its median x cores; roofline rows themselves are never
+                                    fastest, tied or sped up, and are not diagnosed
     dispatches, executions          per call, from the profiler trace
     kernels_trace, kernels_static   kernels executed on this device (trace / static HLO)
     launch_equivalent               static: body kernels x trip count (GPU launches)
@@ -42,6 +51,8 @@ Derived columns (all from stored values; nothing is re-measured):
     mem_planned, mem_temp,          XLA's static plan of the largest executable (arguments +
     mem_temporaries                 outputs + temporaries - aliased; temporaries; the
                                     largest temporaries as (instruction, bytes))
+    reliable, unreliable            whether the decomposition's traced shares hold, and why
+                                    not (`scanbench.decomposition`)
     dispatch_pct, launch_pct,       the time decomposition (`scanbench.decomposition`):
     transfer_pct, compile_pct,      counts x unit costs; compile: measured recompilation;
     device_pct, host_pct,           device: measured from the trace; host: the rest;
@@ -64,8 +75,19 @@ import pandas as pd
 from scanbench.api import cache_suffix, param_suffix
 from scanbench.bounds import bound_for
 from scanbench.counts import Counts
-from scanbench.decomposition import PARTS
-from scanbench.diagnosis import FASTER_BY, Facts, diagnose, facts_of, summary
+from scanbench.decomposition import PARTS, decomposition_of
+from scanbench.diagnosis import (
+    CORES_DIFFER,
+    FASTER_BY,
+    TIE_CONFIDENCE,
+    Cores,
+    Facts,
+    Neighbour,
+    cores_of,
+    diagnose,
+    facts_of,
+    summary,
+)
 from scanbench.gathered import environment_of, kind_label, kinds, shard_of
 from scanbench.results import Run
 from scanbench.statistics import ratio_interval
@@ -73,7 +95,6 @@ from scanbench.statistics import ratio_interval
 GROUP = ["scenario", "size", "dtype", "device"]
 NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.notebook)
 MIN_SAMPLES = 5  # fewer samples than this: no interval, flagged wherever a time is shown
-TIE_CONFIDENCE = 0.95
 # ratios only ever compare backends measured in one run, with the caches in the same state,
 # and, in a run gathered from shards, by one machine (the shard; -1 in any other run)
 SAME_RUN = ["run", *GROUP, "cache", "shard"]
@@ -123,6 +144,9 @@ def _count_columns(counts: Counts, decomposition: dict) -> dict:
             fraction = 0.0 if decomposition.get("compile_measured") else None
         row[f"{part}_pct"] = None if fraction is None else 100.0 * fraction
     row["overlap"] = bool(decomposition.get("overlap"))
+    row["reliable"] = bool(decomposition.get("reliable", True))
+    row["unreliable"] = decomposition.get("unreliable") or ""
+    row["sync_bound"] = bool(decomposition.get("sync_bound"))
     row.update(_memory_columns(counts))
     linear = counts.linear
     model = linear.get("model") or {}
@@ -198,6 +222,8 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
             scale = float(scaled.get("factor", 1.0))
             unit = units.get(record.scenario)
             median = stats.get("median")
+            cores = cores_of(record, env.get("cpu_count"))
+            usage = dict(sampling.get("usage") or {})
             rows.append(
                 {
                     "run": run_index,
@@ -253,8 +279,21 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "work_amount": work.get(unit),
                     "throughput": work.get(unit) / median if unit in work and median else None,
                     "gbps": work["bytes"] / median / 1e9 if "bytes" in work and median else None,
-                    **_bound(record, work, levels, bandwidth),
-                    **_count_columns(record.counts, dict(record.decomposition)),
+                    "cores": cores.count,
+                    "cores_measured": cores.measured,
+                    "cores_contended": cores.contended,
+                    "faults_per_call": usage.get("faults_per_call"),
+                    "waits_by_function": json.dumps(
+                        dict(record.counts.conversions.get("waits_by_function") or {}),
+                        sort_keys=True,
+                    ),
+                    "dispatch_functions": json.dumps(
+                        dict(record.counts.trace.get("dispatches_by_function") or {}),
+                        sort_keys=True,
+                    ),
+                    "loops": json.dumps(_loops(record.counts.static)),
+                    **_bound(record, work, levels, bandwidth, cores),
+                    **_count_columns(record.counts, decomposition_of(record, env)),
                     "_facts": facts_of(record, env),
                 }
             )
@@ -270,21 +309,30 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     frame["speedup"] = baseline.groupby(same_run, sort=False).transform("max") / median
     frame.loc[roofline, ["x_fastest", "speedup"]] = None
     frame["x_bandwidth"] = median / pd.to_numeric(frame["bound_s"], errors="coerce")
-    limit = median.where(roofline & (frame["status"] == "ok"))
-    frame["x_roofline"] = median / limit.groupby(same_run, sort=False).transform("min")
-    frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median)
-    faster = _faster_neighbours(frame, ok_median)
-    frame["diagnosis"] = [
-        _diagnosis(facts, x_bw, x_roof, level, neighbour)
-        for facts, x_bw, x_roof, level, neighbour in zip(
+    core_time = median * frame["cores"]  # like with like: core time per call
+    limit = core_time.where(roofline & (frame["status"] == "ok"))
+    frame["x_roofline"] = core_time / limit.groupby(same_run, sort=False).transform("min")
+    frame.loc[roofline, "x_roofline"] = median / median.where(roofline).groupby(
+        same_run, sort=False
+    ).transform("min")
+    intervals = _Intervals(frame)
+    frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median, intervals)
+    faster = _faster_neighbours(frame, ok_median, intervals)
+    without_waits = _without_waits(frame, ok_median, intervals)
+    frame["findings"] = [
+        _findings(facts, x_bw, x_roof, level, bandwidth, neighbours, waits)
+        for facts, x_bw, x_roof, level, bandwidth, neighbours, waits in zip(
             frame["_facts"],
             frame["x_bandwidth"],
             frame["x_roofline"],
             frame["bound_level"],
+            frame["bound_bytes_per_s"],
             faster,
+            without_waits,
             strict=True,
         )
     ]
+    frame["diagnosis"] = [summary(findings) for findings in frame["findings"]]
     return frame.drop(columns="_facts")
 
 
@@ -300,67 +348,209 @@ COMPARED = {
 }
 
 
-def _faster_neighbours(frame: pd.DataFrame, ok_median: pd.Series) -> list:
-    """Per row, the fastest backend of its table (same run) on the same cores (one, or
-    every one: a parallel backend is no rival of a serial one) at least `FASTER_BY` x
-    faster, as (label, ratio, {count: (this row's, its)} of the counts that differ), or
-    None."""
-    found: list = [None] * len(frame)
-    same_run = [frame[key] for key in SAME_RUN] + [frame["parallel"]]
-    for _, group in ok_median.groupby(same_run, sort=False):
-        valid = group.dropna()
-        if valid.empty:
+def _loops(static: Any) -> list:
+    """The trip counts of a record's compiled loops, sorted (a program's shape that XLA's
+    flags do not change)."""
+    executables = (dict(static or {}).get("executables") or {}).values()
+    return sorted(
+        loop.get("trip_count") or 0 for info in executables for loop in info.get("loops") or ()
+    )
+
+
+def _differing_counts(frame: pd.DataFrame, index: Any, other: Any) -> dict:
+    counts = {}
+    for key, column in COMPARED.items():
+        if column not in frame:
             continue
-        best = valid.idxmin()
-        for index, median in valid.items():
-            if index == best or median < FASTER_BY * valid[best]:
-                continue
-            counts = {}
-            for key, column in COMPARED.items():
-                if column not in frame:
-                    continue
-                mine, theirs = frame.at[index, column], frame.at[best, column]
-                mine = None if pd.isna(mine) else float(mine)
-                theirs = None if pd.isna(theirs) else float(theirs)
-                if mine != theirs:
-                    counts[key] = (mine, theirs)
+        mine, theirs = frame.at[index, column], frame.at[other, column]
+        mine = None if pd.isna(mine) else float(mine)
+        theirs = None if pd.isna(theirs) else float(theirs)
+        if mine != theirs:
+            counts[key] = (mine, theirs)
+    return counts
+
+
+def _cores(frame: pd.DataFrame, index: Any) -> Cores:
+    return Cores(
+        float(frame.at[index, "cores"]),
+        bool(frame.at[index, "cores_measured"]),
+        bool(frame.at[index, "cores_contended"]),
+    )
+
+
+def _same_program(frame: pd.DataFrame, index: Any, other: Any) -> bool:
+    """The same program with other XLA flags: the same strategy, engine and devices, the
+    same functions dispatched as often and the same loops, and other flags."""
+    same = ("strategy", "engine", "devices", "dispatch_functions", "loops")
+    return (
+        all(frame.at[index, key] == frame.at[other, key] for key in same)
+        and frame.at[index, "dispatch_functions"] != "{}"
+        and frame.at[index, "xla_flags"] != frame.at[other, "xla_flags"]
+    )
+
+
+class _Intervals:
+    """The `TIE_CONFIDENCE` bootstrap interval of median(row) / median(other) per pair of
+    rows, computed once (ties, neighbours and waits ask for the same pairs)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self.known: dict[tuple[Any, Any], tuple[float, float, float] | None] = {}
+
+    def __call__(self, index: Any, other: Any) -> tuple[float, float, float] | None:
+        """(ratio, low, high), or None with fewer than 2 samples on a side."""
+        if (index, other) not in self.known:
+            mine = self.frame.at[index, "samples_s"]
+            theirs = self.frame.at[other, "samples_s"]
+            self.known[(index, other)] = (
+                ratio_interval(mine, theirs, TIE_CONFIDENCE, seed=0)
+                if len(mine) >= 2 and len(theirs) >= 2
+                else None
+            )
+        return self.known[(index, other)]
+
+
+def _neighbour(
+    frame: pd.DataFrame, index: Any, other: Any, intervals: _Intervals
+) -> Neighbour | None:
+    """``other`` as a faster neighbour of ``index``: at least `FASTER_BY` x faster by the
+    medians and the interval of the ratio of their samples excluding a tie; else None."""
+    interval = intervals(index, other)
+    if interval is None:
+        return None
+    ratio, low, high = interval
+    if ratio < FASTER_BY or not low > 1.0:
+        return None
+    return Neighbour(
+        str(frame.at[other, "backend"]),
+        ratio,
+        low,
+        high,
+        _differing_counts(frame, index, other),
+        (_cores(frame, index), _cores(frame, other)),
+        _same_program(frame, index, other),
+    )
+
+
+NEIGHBOURS = 2  # faster backends named per cell: the first leads, the other is an "also"
+
+
+def _faster_neighbours(frame: pd.DataFrame, ok_median: pd.Series, intervals: _Intervals) -> list:
+    """Per row, the faster backends of its table (same run) to name, in order (see
+    `scanbench.diagnosis`): the same program with other XLA flags; the fastest on at
+    most as many cores (always named); else the fastest on more cores. Each is at least
+    `FASTER_BY` x faster and the interval of the ratio excludes a tie."""
+    found: list = [()] * len(frame)
+    for _, group in ok_median.groupby([frame[key] for key in SAME_RUN], sort=False):
+        valid = group.dropna().sort_values()
+        for index in valid.index:
+            candidates = [other for other in valid.index if other != index]
+            siblings = [o for o in candidates if _same_program(frame, index, o)]
+            mine = float(frame.at[index, "cores"])
+            fewer = [o for o in candidates if float(frame.at[o, "cores"]) < mine + CORES_DIFFER]
+            more = [o for o in candidates if o not in fewer]
+            chosen: list[Neighbour] = []
+            named: list[Any] = []
+            for pool in (siblings, fewer, more):
+                if pool is more and named:  # on more cores: named when faster still
+                    pool = [o for o in more if valid[o] < min(valid[n] for n in named)]
+                for other in pool:  # fastest first
+                    if other in named:
+                        continue
+                    neighbour = _neighbour(frame, index, other, intervals)
+                    if neighbour is not None:
+                        chosen.append(neighbour)
+                        named.append(other)
+                        break
+                    if valid[index] < FASTER_BY * valid[other]:
+                        break  # the others of this pool are slower still
             position = frame.index.get_loc(index)
-            found[position] = (str(frame.at[best, "backend"]), median / valid[best], counts)
+            found[position] = tuple(chosen[:NEIGHBOURS])
     return found
 
 
-def _bound(record: Any, work: dict, levels: list, bandwidth: float | None) -> dict[str, Any]:
+def _without_waits(frame: pd.DataFrame, ok_median: pd.Series, intervals: _Intervals) -> list:
+    """Per row with waits, the same loop without them in its table (the same functions
+    dispatched as often, the same kernels, no waits), compared on their samples."""
+    found: list = [None] * len(frame)
+    for _, group in ok_median.groupby([frame[key] for key in SAME_RUN], sort=False):
+        valid = group.dropna()
+        for index in valid.index:
+            waits = frame.at[index, "waits"] if "waits" in frame else None
+            if waits is None or pd.isna(waits) or waits < 2:
+                continue
+            for other in valid.index:
+                same = all(
+                    frame.at[index, key] == frame.at[other, key]
+                    for key in ("dispatch_functions", "kernels_trace", "engine")
+                )
+                theirs = frame.at[other, "waits"]
+                if other == index or not same or pd.isna(theirs) or theirs != 0:
+                    continue
+                interval = intervals(index, other)
+                if interval is None:
+                    continue
+                ratio, low, high = interval
+                position = frame.index.get_loc(index)
+                found[position] = Neighbour(str(frame.at[other, "backend"]), ratio, low, high)
+                break
+    return found
+
+
+def _bound(
+    record: Any, work: dict, levels: list, bandwidth: float | None, cores: Cores
+) -> dict[str, Any]:
     """The memory bound of a cell: its bytes at the copy bandwidth of the level its
     working set fits in (the inputs and output it must hold, else its bytes), with every
-    core's figure for a parallel backend (`scanbench.bounds.bound_for`); runs
-    stored before the levels were measured: the DRAM copy of one thread."""
+    core's figure for a cell that used more than one core (measured; declared for results
+    stored before: `scanbench.bounds.bound_for`); runs stored before the levels were
+    measured: the DRAM copy of one thread."""
     if "bytes" not in work:
-        return {"bound_s": None, "bound_level": None}
+        return {"bound_s": None, "bound_level": None, "bound_bytes_per_s": None}
     minimum = (record.counts.section("memory") or {}).get("minimum_bytes")
-    parallel = record.parallel or record.strategy == "sharded"
+    parallel = cores.count >= 1.5
     found = bound_for(levels, minimum or work["bytes"], parallel)
     if found is None:
-        return {"bound_s": work["bytes"] / bandwidth if bandwidth else None, "bound_level": None}
+        return {
+            "bound_s": work["bytes"] / bandwidth if bandwidth else None,
+            "bound_level": None,
+            "bound_bytes_per_s": bandwidth,
+        }
     level, bytes_per_s = found
     return {
         "bound_s": work["bytes"] / bytes_per_s,
         "bound_level": f"{level}, all cores" if parallel else level,
+        "bound_bytes_per_s": bytes_per_s,
     }
 
 
-def _diagnosis(facts: Facts | None, x_bandwidth: float, x_roofline: float, level, faster) -> str:
+def _findings(
+    facts: Facts | None,
+    x_bandwidth: float,
+    x_roofline: float,
+    level,
+    bandwidth,
+    faster: tuple,
+    without_waits: Neighbour | None,
+) -> tuple:
+    """The cell's findings (`scanbench.diagnosis.diagnose`), the dominant first; () for a
+    cell that was not counted and timed."""
     if facts is None:
-        return ""
+        return ()
     limits = {
         "x_bandwidth": None if pd.isna(x_bandwidth) else float(x_bandwidth),
         "x_roofline": None if pd.isna(x_roofline) else float(x_roofline),
         "bound_level": None if level is None or pd.isna(level) else str(level),
-        "faster": faster,
+        "bound_bytes_per_s": None if bandwidth is None or pd.isna(bandwidth) else float(bandwidth),
+        "faster": tuple(faster),
+        "without_waits": without_waits,
     }
-    return summary(diagnose(dataclasses.replace(facts, **limits)))
+    return diagnose(dataclasses.replace(facts, **limits))
 
 
-def _fastest_and_ties(frame: pd.DataFrame, ok_median: pd.Series) -> tuple[pd.Series, pd.Series]:
+def _fastest_and_ties(
+    frame: pd.DataFrame, ok_median: pd.Series, intervals: _Intervals
+) -> tuple[pd.Series, pd.Series]:
     """Per table of one run: the fastest cell, and the cells tied with it (the
     `TIE_CONFIDENCE` bootstrap interval of median(cell) / median(fastest) includes 1)."""
     fastest = pd.Series(False, index=frame.index)
@@ -370,11 +560,9 @@ def _fastest_and_ties(frame: pd.DataFrame, ok_median: pd.Series) -> tuple[pd.Ser
     ):
         best = ok_median.loc[index].idxmin()
         fastest[best] = True
-        reference = frame.at[best, "samples_s"]
         for other in index:
-            samples = frame.at[other, "samples_s"]
-            if other == best or len(samples) < 2 or len(reference) < 2:
+            interval = intervals(other, best) if other != best else None
+            if interval is None:
                 continue
-            _, low, _ = ratio_interval(samples, reference, TIE_CONFIDENCE, seed=0)
-            tie[other] = bool(low <= 1.0)
+            tie[other] = bool(interval[1] <= 1.0)
     return fastest, tie

@@ -36,6 +36,7 @@ from .tables import (
     shard_notes,
     tables,
     timing_table,
+    unreliable_notes,
     warmup_notes,
 )
 
@@ -51,7 +52,7 @@ class Table:
     timing: pd.DataFrame | None  # formatted tables, None when nothing ran / was counted
     notes: tuple[str, ...]  # cells measured while disturbed, on part of the work, unwarmed
     counts: pd.DataFrame | None
-    linear_notes: tuple[str, ...]
+    linear_notes: tuple[str, ...]  # notes under the counts table (extrapolated, unreliable)
     memory: pd.DataFrame | None
     memory_notes: tuple[str, ...]
     problems: tuple[tuple[str, str, str], ...]  # (backend, status, first line of the error)
@@ -108,7 +109,7 @@ def _table(title: str, group: pd.DataFrame) -> Table:
             + shard_notes(ok)
         ),
         counts=counts_table(ok) if counted else None,
-        linear_notes=tuple(linear_notes(ok)) if counted else (),
+        linear_notes=tuple(linear_notes(ok) + unreliable_notes(ok)) if counted else (),
         memory=memory_table(ok) if measured_memory else None,
         memory_notes=tuple(memory_notes(ok)) if measured_memory else (),
         problems=tuple(problems(group)),

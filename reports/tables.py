@@ -123,6 +123,16 @@ def _compile(row) -> str:
     return "not jitted" if row.engine == NOT_JITTED else format_seconds(row.compile_s)
 
 
+def _cores(row) -> str:
+    """``1.9`` measured; ``1.9 (busy)`` measured while other programs held the cores;
+    ``1 (declared)`` for results stored before the cores were measured."""
+    if _missing(row.cores):
+        return "-"
+    if not row.cores_measured:
+        return f"{row.cores:g} (declared)"
+    return f"{row.cores:.1f}" + (" (busy)" if row.cores_contended else "")
+
+
 def scaled_notes(ok: pd.DataFrame) -> list[str]:
     """One line per cell measured on part of the work (≈ in the table)."""
     return [
@@ -205,6 +215,7 @@ def _timing_table(ok: pd.DataFrame) -> pd.DataFrame:
             "IQR": ok["iqr_s"].map(format_seconds),
             "n (±)": [_precision(row) for row in ok.itertuples()],
             "compile": [_compile(row) for row in ok.itertuples()],
+            "cores": [_cores(row) for row in ok.itertuples()],
             f"{unit}/s": ok["throughput"].map(number),
             "GB/s": ok["gbps"].map(number),
             **speedup,
@@ -233,12 +244,44 @@ def counts_table(ok: pd.DataFrame) -> pd.DataFrame:
             "dispatch": ok["dispatch_pct"].map(_pct),
             "launch": ok["launch_pct"].map(_pct),
             "transfer": [_pct_range(r) for r in ok.itertuples()],
-            "sync": ok["sync_pct"].map(_pct),
+            "sync": [_sync(r) for r in ok.itertuples()],
             "recompile": ok["compile_pct"].map(_pct),
-            "device": ok["device_pct"].map(_pct),
-            "host": [_host(r) for r in ok.itertuples()],
+            "device": [_traced(r, r.device_pct) for r in ok.itertuples()],
+            "host": [_traced(r, None, _host(r)) for r in ok.itertuples()],
         }
     )
+
+
+UNRELIABLE_MARK = " (unreliable)"  # a share of a traced call that does not describe the median
+
+
+def _traced(row, value, text: str | None = None) -> str:
+    """A share measured in the traced call, marked when the decomposition says it does
+    not describe the median (`scanbench.decomposition`: see the note under the table)."""
+    shown = _pct(value) if text is None else text
+    reliable = getattr(row, "reliable", True)
+    return shown if reliable or shown == "-" else shown + UNRELIABLE_MARK
+
+
+def _sync(row) -> str:
+    """The waits' share; ``≤ N%`` where it is the upper bound of results stored before
+    the device-idle time inside waits was measured."""
+    if not _missing(row.sync_pct) and row.sync_pct == 0:
+        return _pct(row.sync_pct)  # no waits: nothing traced to misread
+    shown = _traced(row, row.sync_pct)
+    return "≤ " + shown if getattr(row, "sync_bound", False) and shown != "-" else shown
+
+
+def unreliable_notes(ok: pd.DataFrame) -> list[str]:
+    """One line per cell whose traced shares do not describe its median."""
+    if "reliable" not in ok:
+        return []
+    return [
+        f"{row.backend}: its traced shares (device, host, sync) do not describe the median: "
+        f"{row.unreliable}; the diagnosis reads its counts alone"
+        for row in ok.itertuples()
+        if not row.reliable
+    ]
 
 
 def _pct_range(row) -> str:
@@ -400,41 +443,46 @@ def _environment_line(name: str, env) -> str:
 
 COLUMN_HELP = (
     "Columns: *median* and *IQR* of the steady-state time of one call (after compile and "
-    "warm-up; every call waits for its result; *≈*: measured on part of the work and scaled, "
-    "see the note under the table); *n (±)*: timed calls and the half-width of the 95% "
-    "interval of the median, relative (sampling stops at ±1% or when the cell's time budget "
-    "is spent; *n=1: no interval*: fewer than 5 samples, e.g. one call exceeded the budget; "
-    "ask for more with --min-samples); *(unchecked)*: timed without comparing its output "
-    "with the reference; *compile*: untimed prepare "
-    "(device placement + JIT/Numba compilation; beside another cell's worker when the "
-    "environment says two cells at a time); *speedup vs B*: median of backend B / "
-    "median, B being the scenario's sequential (Python loop) backend measured in the same "
-    "run; *x fastest*: median / fastest median of the same run in the table (*tie*: the 95% "
-    "bootstrap interval of that ratio includes 1, so the two are not told apart); "
-    "*(disturbed)*: the machine was busy while the cell ran (more runnable tasks than cores, "
-    "CPU steal, or a calibration probe that drifted) or its samples had a slow spell (a run "
-    "of samples at least 1.25x the others' median), see the note under the table; *x BW "
-    "bound*: median / (minimum bytes moved / measured memory bandwidth), 1.0 would be a "
-    "solver running at memory speed; *x roofline*: median / the median of the scenario's "
-    "roofline kernel (its arithmetic alone, hand-written, the same work, same run: strategy "
-    "*roofline*, shown as *(limit)* and never ranked). Per call: *dispatches* (executable "
-    "launches from the host, profiler trace); *kernels (trace)*: kernels executed on this "
-    "device; *kernels (static)*: the same estimated from optimized HLO; *GPU launch equiv.*: "
-    "loop body kernels x trip count, what a GPU launches op by op; *H2D*/*D2H*: transfers "
-    "under jax.transfer_guard (bytes when logged); *dispatch/launch/transfer*: counts x unit "
-    "costs measured in the same run (*transfer* priced by path: a range *a-b* when the path "
-    "is unknown); *sync*: explicit waits (block_until_ready) x the measured cost of one "
-    "wait after a small asynchronous call; *recompile*: tracing and compilation inside the "
-    "timed call, measured "
-    "(jax.monitoring); *device*: the share of the traced call an XLA program was executing, "
-    "measured from the trace (less the launch estimate); *host*: the rest of the median: host"
-    " work no probe names (Python, NumPy/Numba/SciPy code); *(overlap N%)*: the parts "
-    "exceed the median by N% (host and device work overlapped). *memory (x min)*: the peak "
-    "memory one warm call adds to the process (CPU: resident-set high-water mark; GPU: device"
-    " memory; *≤*: bounded by an earlier peak) and (inputs + that peak) / (inputs + output), "
-    "1.0 for a call that allocates only its output; the memory table adds XLA's static plan "
-    "(arguments + outputs + temporaries - aliased, of the largest executable) and its largest"
-    " temporaries by instruction."
+    "warm-up; every call waits for its result; *≈*: measured on part of the work and "
+    "scaled, see the note under the table); *n (±)*: timed calls and the half-width of the "
+    "95% interval of the median, relative (sampling stops at ±1% or when the cell's time "
+    "budget is spent; *n=1: no interval*: fewer than 5 samples, e.g. one call exceeded the "
+    "budget; ask for more with --min-samples); *(unchecked)*: timed without comparing its "
+    "output with the reference; *compile*: untimed prepare (device placement + JIT/Numba "
+    "compilation; beside another cell's worker when the environment says two cells at a "
+    "time); *cores*: CPU time / wall time of the timed calls, the cores the backend really "
+    "used (*(busy)*: measured while other programs held the cores; *(declared)*: stored "
+    "before it was measured, the backend's declaration); *speedup vs B*: median of backend "
+    "B / median, B being the scenario's sequential (Python loop) backend measured in the "
+    "same run; *x fastest*: median / fastest median of the same run in the table (*tie*: "
+    "the 95% bootstrap interval of that ratio includes 1, so the two are not told apart); "
+    "*(disturbed)*: the machine was busy while the cell ran (more runnable tasks than "
+    "cores, CPU steal, or a calibration probe that drifted) or its samples had a slow spell "
+    "(a run of samples at least 1.25x the others' median), see the note under the table; "
+    "*x BW bound*: median / (minimum bytes moved / measured memory bandwidth: one core's "
+    "copy, or every core's for a cell that used more than one), 1.0 would be a solver "
+    "running at memory speed; *x roofline*: core time per call (median x cores) / the "
+    "roofline kernel's (its arithmetic alone, hand-written, the same work, same run: "
+    "strategy *roofline*, shown as *(limit)*, never ranked nor diagnosed). Per call: "
+    "*dispatches* (executable launches from the host, profiler trace); *kernels (trace)*: "
+    "kernels executed on this device; *kernels (static)*: the same estimated from optimized "
+    "HLO; *GPU launch equiv.*: loop body kernels x trip count, what a GPU launches op by "
+    "op; *H2D*/*D2H*: transfers under jax.transfer_guard (bytes when logged); "
+    "*dispatch/launch/transfer*: counts x unit costs measured in the same run (*transfer* "
+    "priced by path: a range *a-b* when the path is unknown); *sync*: the share of the "
+    "traced call the device sat idle inside the code's own waits (block_until_ready; *≤*: "
+    "an upper bound, for results stored before it was measured); *recompile*: tracing and "
+    "compilation inside the timed call, measured (jax.monitoring); *device*: the share of "
+    "the traced call an XLA program was executing, measured from the trace (less the launch "
+    "estimate); *host*: the rest of the median: host work no probe names (Python, "
+    "NumPy/Numba/SciPy code); *(overlap N%)*: the parts exceed the median by N% (host and "
+    "device work overlapped); *(unreliable)*: the traced call took over 2x the median or "
+    "the parts exceed it, so its shares do not describe the median (see the note under the "
+    "table). *memory (x min)*: the peak memory one warm call adds to the process (CPU: "
+    "resident-set high-water mark; GPU: device memory; *≤*: bounded by an earlier peak) and "
+    "(inputs + that peak) / (inputs + output), 1.0 for a call that allocates only its "
+    "output; the memory table adds XLA's static plan (arguments + outputs + temporaries - "
+    "aliased, of the largest executable) and its largest temporaries by instruction."
 )
 
 

@@ -8,6 +8,19 @@ from scanbench.diagnosis import Facts, diagnose
 from scanbench.units import format_seconds
 
 
+def _operations(static) -> str:
+    """The operations per call from XLA's cost analysis (loops included), or why not."""
+    if static.get("flops") is None:
+        why = static.get("operations_error") or "not counted"
+        return f"operations per call: not known ({why})"
+    least = "at least " if static.get("custom_calls") else ""
+    return (
+        f"operations per call (XLA's cost analysis, loops included): {least}"
+        f"{static['flops']:,.0f} flops, {static.get('transcendentals') or 0:,.0f} "
+        f"transcendentals, {static.get('bytes_accessed') or 0:,.0f} bytes accessed"
+    )
+
+
 def render(counts: Counts, label: str, trace_dir: str, top: int = 10) -> str:
     """Lines for the terminal. The caller has checked that the trace itself succeeded."""
     trace = counts.trace
@@ -34,6 +47,11 @@ def render(counts: Counts, label: str, trace_dir: str, top: int = 10) -> str:
                 + (" (one native kernel on CPU)" if loop["cpu_native"] else "")
                 for loop in info["loops"]
             ]
+        lines.append(_operations(static))
+    hottest = (counts.section("python") or {}).get("hottest") or []
+    if hottest:
+        lines.append("host code, most executed lines per call:")
+        lines += [f"  {line['count']:>8}  {line['where']}: {line['code']}" for line in hottest]
     transfers = counts.transfers
     if transfers:
         d2h = transfers["note"] or transfers["d2h"]
@@ -49,7 +67,15 @@ def render(counts: Counts, label: str, trace_dir: str, top: int = 10) -> str:
             f"{format_seconds(spans['inline_busy_s'])}; host conversions: "
             f"{spans['host_conversions']}"
         )
-    facts = Facts(None, counts.per_call(), counts.breakdowns()["kernels_by_op"])
+    host_code = bool(counts.section("python"))  # its lines are counted for host code only
+    facts = Facts(
+        None,
+        counts.per_call(),
+        counts.breakdowns()["kernels_by_op"],
+        static=dict(static),
+        python=dict(counts.section("python")),
+        engine="numpy" if host_code else "jax",
+    )
     lines.append("diagnosis (counts of one call; `scanbench run` adds their time shares):")
     lines += [f"  {finding.text()}" for finding in diagnose(facts)]
     return "\n".join(lines)

@@ -9,12 +9,11 @@ measured in the run, on the same machine, like the unit costs of
   does nothing else, per dtype, on one thread and on every usable core. The kernel keeps
   an array of 1024 elements in L1 and applies ``v = v * a + b`` eight times per element
   and round (Numba, ``fastmath``: one fused multiply-add, two flops, per step; the
-  elements are independent, so the loop vectorises and the chains overlap). On the
-  2-core AMD EPYC VM this project is developed on it reaches about 80 GFLOP/s in float32
-  and 43 in float64 per core: the FMA units' peak (2 x 256-bit FMAs per cycle). No
-  workload's mix of operations goes faster, so a count at this rate is a floor of its
-  arithmetic time. On a GPU the same chain runs as a jitted elementwise function over
-  2^24 elements on the device (`device_flops_per_s`).
+  elements are independent, so the loop vectorises and the chains overlap). It reaches
+  the FMA units' peak (two 256-bit FMAs per cycle and core on the AMD EPYC VM this
+  project is developed on). No workload's mix of operations goes faster, so a count at
+  this rate is a floor of its arithmetic time. On a GPU the same chain runs as a jitted
+  elementwise function over 2^24 elements on the device (`device_flops_per_s`).
 - **a page fault** (``fault_s``): what touching freshly mapped memory costs per minor
   fault, over writing memory already touched: a 64 MiB buffer (above glibc's largest
   mmap threshold, so mapped afresh by every allocation, as a large output is) written
@@ -26,9 +25,8 @@ measured in the run, on the same machine, like the unit costs of
   third, from Python: the fixed cost of a call into a library from a Python loop (its
   argument parsing and dispatch, no work).
 
-Each is the best (arithmetic: the difference between calls of 2R and R rounds, so that
-starting a parallel region is not in it) or the median (faults, calls) of repeated
-measurements.
+Each is the best (arithmetic: calls of many rounds less a call of one, so that starting
+a parallel region is not in it) or the median (faults, calls) of repeated measurements.
 """
 
 from __future__ import annotations
@@ -84,8 +82,10 @@ def _kernels() -> tuple[Callable[..., Any], Callable[..., Any]]:
 def _best_rate(run: Callable[[int], None], flops_per_round: float, repeats: int = 5) -> float:
     """Flops per second of ``run(rounds)``, with its fixed cost per call (a parallel
     region's start: milliseconds when threads must be woken on a busy machine) taken out:
-    rounds are doubled until a call takes `TIMED_S` more than a call of one round, then
-    the best of ``repeats`` calls of 2R rounds against the best of R."""
+    the fixed cost is the best of calls of one round; rounds are doubled until a call
+    takes `TIMED_S` more than that; the rate is R rounds over the best of ``repeats``
+    calls of R less the fixed cost (never less than half the call: a noisy fixed cost
+    must not make the rate)."""
 
     def best(count: int, times: int = repeats) -> float:
         fastest = float("inf")
@@ -99,10 +99,8 @@ def _best_rate(run: Callable[[int], None], flops_per_round: float, repeats: int 
     rounds = 2
     while best(rounds, 1) < fixed + TIMED_S and rounds < 2**30:
         rounds *= 2
-    single, double = best(rounds), best(2 * rounds)
-    if double > single:
-        return flops_per_round * rounds / (double - single)
-    return flops_per_round * 2 * rounds / double  # too noisy to subtract: a lower bound
+    seconds = best(rounds)
+    return flops_per_round * rounds / max(seconds - fixed, seconds / 2)
 
 
 def host_flops_per_s(dtype: str, threads: int | None = None) -> dict[str, float]:

@@ -1,0 +1,292 @@
+"""What the work itself spends its time on, from counts at rates measured in the run.
+
+The rules of `scanbench.diagnosis` that name a cause rather than an overhead, each only
+with its evidence (the module doc of `scanbench.diagnosis` states them):
+
+- **memory-bound**: the known traffic (the bytes the work must move at the bound's copy
+  bandwidth, the fresh page faults of the timed calls x the cost of one) takes `MOST` of
+  the median;
+- **compute-bound**: an operation count (XLA's cost analysis with every loop's trip
+  count, or the scenario's ``work()["flops"]`` for host code) at the measured arithmetic
+  rate on the cores the cell used takes `MOST` of the median;
+- **host loop**: host code's Python loop of `MANY_DISPATCHES` or more iterations per
+  call, with iterations x the measured cost of a minimal library call;
+- **not known**: what was measured, what was not, and how to find out.
+
+Times that overlap the device share (traffic, arithmetic) are cited in milliseconds
+beside the median, never as shares summed with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from .findings import (
+    HOST_ENGINES,
+    MANY_DISPATCHES,
+    SMALL_EXECUTION_S,
+    Cores,
+    Cost,
+    Facts,
+    Finding,
+    megabytes,
+    number,
+    percent,
+    reliable,
+)
+
+MOST = 0.5  # a count x a measured rate that takes this much of the median names the cause
+FRESH_MEMORY_BYTES = 32 * 2**20  # glibc maps a buffer this large afresh on every allocation
+HOST_CODE = ("numpy", "scipy", "numba", "python")  # engines whose Python lines are counted
+
+
+@dataclasses.dataclass(frozen=True)
+class Priced:
+    """A count at a rate measured in the run: how long it takes, and what it was."""
+
+    seconds: float
+    text: str
+
+
+def flops_text(flops: float) -> str:
+    for scale, unit in ((1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
+        if flops >= scale:
+            return f"{flops / scale:,.3g} {unit}"
+    return f"{flops:,.0f} FLOP"
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
+
+
+def operations(facts: Facts) -> tuple[float, str] | None:
+    """(flops per call, where the count comes from), or None without one (module doc)."""
+    if facts.engine == "jax":
+        static = facts.static
+        flops = static.get("flops") if static.get("available") else None
+        if not flops:
+            return None
+        least = "at least " if static.get("custom_calls") else ""
+        opaque = ", library calls not counted" if static.get("custom_calls") else ""
+        return flops, f"{least}{flops_text(flops)} (XLA's cost analysis, loops included{opaque})"
+    flops = facts.work.get("flops")
+    if not flops:
+        return None
+    return float(flops), f"{flops_text(flops)} (declared by the scenario)"
+
+
+def arithmetic(facts: Facts) -> Priced | None:
+    """The operation count at the run's measured arithmetic rate on the cell's cores."""
+    counted = operations(facts)
+    table = (facts.rates.get("flops_per_s") or {}).get(facts.dtype)
+    if counted is None or not table:
+        return None
+    flops, source = counted
+    if "device" in table:
+        rate, on = float(table["device"]), "the device"
+    else:
+        cores = facts.cores or Cores(1.0, False)
+        one, every = float(table["one"]), float(table["all"])
+        rate = min(one * max(cores.count, 1.0), max(every, one))
+        on = cores.text()
+    return Priced(
+        flops / rate,
+        f"the arithmetic, {source} at the measured {facts.dtype} FMA rate on {on} "
+        f"({rate / 1e9:,.3g} GFLOP/s)",
+    )
+
+
+def traffic(facts: Facts) -> list[Priced]:
+    """The known traffic at the run's measured rates: the bytes the work must move at
+    the bound's copy bandwidth, and the fresh pages the timed calls faulted in."""
+    parts = []
+    nbytes, bandwidth = facts.work.get("bytes"), facts.bound_bytes_per_s
+    if nbytes and bandwidth:
+        level = f" ({facts.bound_level})" if facts.bound_level else ""
+        parts.append(
+            Priced(
+                nbytes / bandwidth,
+                f"the {megabytes(nbytes)} the work must move at the copy bandwidth{level}, "
+                f"{bandwidth / 1e9:,.3g} GB/s",
+            )
+        )
+    faults, fault_s = facts.faults_per_call, facts.rates.get("fault_s")
+    if faults and faults >= 1 and fault_s:
+        parts.append(
+            Priced(
+                faults * fault_s,
+                f"{faults:,.0f} page faults per call on fresh memory x {fault_s * 1e6:.2g} us",
+            )
+        )
+    return parts
+
+
+def of_median(facts: Facts, parts: Sequence[Priced]) -> str:
+    median = facts.median_s or 0.0
+    shown = "; ".join(f"{part.text}: {duration(part.seconds)}" for part in parts)
+    return f"{shown}, of a {duration(median)} median"
+
+
+def memory_bound(facts: Facts) -> Finding | None:
+    """Memory-bound: the known traffic takes `MOST` of the median (module doc)."""
+    parts = traffic(facts)
+    if not parts or not facts.median_s:
+        return None
+    share = sum(part.seconds for part in parts) / facts.median_s
+    if share < MOST:
+        return None
+    fresh = len(parts) > 1 and parts[-1].seconds > parts[0].seconds
+    fix = (
+        "allocate the output (and any carry) once and write into it on every call (donate "
+        "it, or keep it between calls): each fresh page costs a fault and a zero-fill"
+        if fresh
+        else "move fewer bytes: a smaller dtype, fewer passes over the data, passes fused"
+    )
+    takes = (
+        f"the known traffic takes {percent(share)} of the time"
+        if share <= 1.0
+        else f"the known traffic takes all of the time (its parts add up to {share:.0%} of "
+        "the median: they overlap, or a rate was measured on a busier machine)"
+    )
+    return Finding(
+        Cost.MEMORY,
+        min(share, 1.0),
+        f"{takes} at the rates measured in this run: {of_median(facts, parts)}",
+        fix,
+    )
+
+
+def compute_bound(facts: Facts) -> Finding | None:
+    """Compute-bound: an operation count at the measured rate takes `MOST` of the
+    median (module doc)."""
+    priced = arithmetic(facts)
+    if priced is None or not facts.median_s:
+        return None
+    share = priced.seconds / facts.median_s
+    if share < MOST:
+        return None
+    return Finding(
+        Cost.COMPUTE,
+        min(share, 1.0),
+        f"{priced.text} takes {duration(priced.seconds)}, {percent(share)} of the "
+        f"{duration(facts.median_s)} median",
+        "fewer operations (a better algorithm), or a faster unit: a GPU, wider vectors",
+    )
+
+
+def loop_of(facts: Facts) -> tuple[float, str] | None:
+    """(iterations per call, where) of host code's hottest Python line, if counted."""
+    hottest = list(facts.python.get("hottest") or [])
+    if facts.engine not in HOST_CODE or not hottest:
+        return None
+    if facts.engine not in HOST_ENGINES and number(facts.per_call, "dispatches") > 0:
+        return None  # a function that is not jitted but calls JAX: its dispatches say it
+    line = hottest[0]
+    code = str(line.get("code", ""))
+    code = code if len(code) <= 60 else code[:57] + "..."
+    return float(line["count"]), f"{line.get('where')}: `{code}`"
+
+
+def host_loop(facts: Facts) -> Finding | None:
+    """Host code in a Python loop of `MANY_DISPATCHES` or more iterations per call: its
+    library calls' fixed cost, at least one per iteration at the measured cost of one."""
+    loop = loop_of(facts)
+    if loop is None or loop[0] < MANY_DISPATCHES:
+        return None
+    iterations, where = loop
+    if not facts.median_s:  # counts alone (scanbench profile)
+        return Finding(
+            Cost.HOST_LOOP,
+            None,
+            f"a Python loop of {iterations:,.0f} iterations per call ({where}; a timed run "
+            "gives its time per iteration)",
+            "call the library once over the batch, not once per item",
+            label=f"host loop of {iterations:,.0f}",
+        )
+    each = facts.median_s / iterations
+    call = facts.rates.get("numpy_call_s")
+    evidence = (
+        f"a Python loop of {iterations:,.0f} iterations per call ({where}), {duration(each)} each"
+    )
+    share = None
+    if call:
+        share = min(iterations * call / facts.median_s, 1.0)
+        evidence += (
+            f"; one library call per iteration at the measured cost of a minimal NumPy call "
+            f"({call * 1e6:.2g} us) is at least {duration(iterations * call)}, {percent(share)} of "
+            "the time"
+        )
+    small = each < SMALL_EXECUTION_S
+    fix = (
+        "call the library once over the batch (a batched routine, or jax.vmap / lax.scan), "
+        "not once per item"
+        if small
+        else "each iteration's calls do real work: what they spend it on is not counted "
+        "(profile the host code: py-spy, perf)"
+    )
+    return Finding(Cost.HOST_LOOP, share, evidence, fix, label=f"host loop of {iterations:,.0f}")
+
+
+def not_known(facts: Facts) -> Finding:
+    """What was measured, what is not, and how to find out (module doc)."""
+    device = facts.decomposition.get("device_fraction")
+    host = facts.decomposition.get("host_fraction")
+    if not reliable(facts):
+        where = f"no traced share: {facts.decomposition.get('unreliable')}"
+    elif device is not None and host is not None:
+        where = f"device {percent(device)}, host {percent(host)}"
+    else:
+        where = "the overheads counted are small"
+    said = [f"no count explains the time ({where})"]
+    loop = loop_of(facts)
+    if loop is not None and facts.median_s:
+        iterations, line = loop
+        said.append(
+            f"a Python loop of {iterations:,.0f} iterations per call ({line}), "
+            f"{duration(facts.median_s / iterations)} each"
+        )
+    priced = [*traffic(facts)]
+    computed = arithmetic(facts)
+    if computed is not None:
+        priced.append(computed)
+    if priced:
+        said.append(f"at the rates measured in this run, {of_median(facts, priced)}")
+    absent = missing(facts, computed)
+    if absent:
+        said.append("not measured: " + ", ".join(absent))
+    host_code = facts.engine in HOST_CODE
+    fix = (
+        "profile the host code (py-spy, perf): scanbench counts no operations inside it"
+        if host_code
+        else "find out with `scanbench profile`: the trace's kernels by op show where the "
+        "device time goes"
+    )
+    return Finding(Cost.UNKNOWN, None, "; ".join(said), fix)
+
+
+def missing(facts: Facts, computed: Priced | None) -> list[str]:
+    """What a count or a rate is missing for (the not-known sentence)."""
+    missing = []
+    if computed is None:
+        if operations(facts) is not None:
+            missing.append("the arithmetic rate (not measured in this run)")
+        elif facts.engine in HOST_CODE:
+            missing.append("an operation count (work()['flops'] not given)")
+        else:
+            why = facts.static.get("operations_error")
+            missing.append(
+                "an operation count "
+                + (f"({why})" if why else "(XLA's cost analysis: stored by newer runs)")
+            )
+    fresh = (facts.memory.get("measured") or {}).get("bytes")
+    if facts.faults_per_call is None and fresh and fresh >= FRESH_MEMORY_BYTES:
+        missing.append(
+            f"the page faults of the {megabytes(fresh)} one call allocates (memory probe) "
+            "in the timed calls"
+        )
+    elif facts.faults_per_call and not facts.rates.get("fault_s"):
+        missing.append("the cost of a page fault")
+    if facts.cores is not None and not facts.cores.measured:
+        missing.append("the cores it used (threads not measured)")
+    return missing

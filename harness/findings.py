@@ -1,0 +1,211 @@
+"""The vocabulary of the diagnosis: what its rules read (`Facts`), what they say (`Finding`
+of a `Cost`), and how two cells compare (`Cores`, `Neighbour`).
+
+Pure types and the few helpers the rules share; the rules themselves are in
+`scanbench.diagnosis` (the overheads, the neighbours, the order of the findings) and
+`scanbench.evidence` (what the work itself spends its time on).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from .decomposition import decomposition_of
+
+MANY_DISPATCHES = 100  # dispatches (host-loop iterations) per call from which they count
+SMALL_EXECUTION_S = 100e-6  # mean time per dispatch (or iteration) below which it is small
+TIE_CONFIDENCE = 0.95  # a faster backend is named only when this interval excludes a tie
+HOST_ENGINES = ("numpy", "numba", "scipy")  # host code: their host time is their own work
+
+
+class Cost(enum.StrEnum):
+    REFERENCE = "reference"
+    NEAR_LIMIT = "near a limit"
+    FASTER = "a faster backend"
+    SYNC = "sync-bound"
+    UNEXPLAINED = "unexplained host time"
+    COMPUTE = "compute-bound"
+    MEMORY = "memory-bound"
+    HOST_LOOP = "host loop"
+    DISPATCH = "dispatch-bound"
+    SMALL_EXECUTIONS = "many small executions"
+    TRANSFER = "transfer-bound"
+    RECOMPILE = "recompiling"
+    GPU_LAUNCH = "launch-bound on a GPU"
+    GPU_SYNC = "host syncs on a GPU"
+    LAYOUT = "layout"
+    TEMPORARIES = "temporaries"
+    FAR = "far from its limit"
+    UNKNOWN = "not known"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One fired rule: what, its share of the median (None: not a time), why, what to do."""
+
+    cost: Cost
+    share: float | None
+    evidence: str
+    fix: str
+    estimate: bool = False  # a prediction (GPU launches on a CPU run), not a measurement
+    label: str = ""  # how the summary's "also" names it, when more than its cost
+
+    def text(self) -> str:
+        label = f"{self.cost} (estimate)" if self.estimate else str(self.cost)
+        return f"{label}: {self.evidence}; {self.fix}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cores:
+    """The cores a cell used: measured over its timed calls (`scanbench.probes.usage`), or,
+    for results stored before, what the backend declared (one, or every core)."""
+
+    count: float
+    measured: bool
+    contended: bool = False  # measured while other programs held the cores
+
+    def text(self) -> str:
+        count = f"{self.count:.1f} core{'s' * (round(self.count, 1) != 1.0)}"
+        if not self.measured:
+            return f"{count} (declared; threads not measured)"
+        return count + (" (measured on a busy machine)" if self.contended else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Neighbour:
+    """Another backend of the same table, compared with this one on their samples.
+
+    Attributes:
+        name: its label in the table.
+        ratio: this backend's median / its median (above 1: it is faster).
+        low, high: the `TIE_CONFIDENCE` bootstrap interval of that ratio.
+        counts: {count: (this backend's, its)} of the counts in which the two differ.
+        cores: (this backend's cores, its cores).
+        same_program: the same program with other XLA flags.
+    """
+
+    name: str
+    ratio: float
+    low: float
+    high: float
+    counts: Mapping[str, tuple[float | None, float | None]] = dataclasses.field(
+        default_factory=dict
+    )
+    cores: tuple[Cores, Cores] | None = None
+    same_program: bool = False
+
+    @property
+    def per_core(self) -> float | None:
+        """How many times less core time it takes per call (above 1: cheaper per core)."""
+        if self.cores is None or self.cores[1].count <= 0:
+            return None
+        return self.ratio * self.cores[0].count / self.cores[1].count
+
+    def interval(self) -> str:
+        return f"{TIE_CONFIDENCE:.0%} interval {self.low:.2f}-{self.high:.2f}x"
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """What the rules read (from a stored record, a report row or the Python API)."""
+
+    median_s: float | None
+    per_call: Mapping[str, float | None]  # `scanbench.counts.Counts.per_call`
+    kernels_by_op: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    decomposition: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    costs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # unit costs
+    platform: str = "cpu"
+    x_bandwidth: float | None = None
+    x_roofline: float | None = None  # per core (the report's)
+    memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.memory
+    bound_level: str | None = None  # the memory level x_bandwidth is measured against
+    engine: str = "jax"  # what executes the backend: jax, numpy, numba, scipy, python
+    # the faster backends of the same table to name, the first one first (`Neighbour`)
+    faster: tuple[Neighbour, ...] = ()
+    compilations: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by function
+    conversions: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # by kind, caller
+    static: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.static
+    work: Mapping[str, float] = dataclasses.field(default_factory=dict)  # the scenario's units
+    dtype: str = "float32"
+    cores: Cores | None = None
+    faults_per_call: float | None = None  # minor page faults of a timed call
+    rates: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # environment.rates
+    bound_bytes_per_s: float | None = None  # the copy bandwidth x_bandwidth is against
+    python: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.python
+    reference: bool = False  # the scenario's roofline kernel: not diagnosed
+    # the same loop without the waits in the same table, for a loop with waits
+    without_waits: Neighbour | None = None
+
+
+def cores_of(record: Any, cpu_count: int | None) -> Cores:
+    """The cores a stored record's timed calls used (`Cores`)."""
+    usage = dict(record.sampling or {}).get("usage") or {}
+    if usage.get("cores") is not None:
+        return Cores(float(usage["cores"]), True, bool(usage.get("contended")))
+    parallel = record.parallel or record.strategy == "sharded"
+    return Cores(float(cpu_count or 1) if parallel else 1.0, False)
+
+
+def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
+    """What the rules read of a stored, counted and timed record (None otherwise); the
+    distances to a limit and the neighbours come from the report (they need the run's
+    other records). The decomposition follows `scanbench.decomposition`'s rules from the
+    record's counts (`decomposition_of`)."""
+    if record.status != "ok" or not record.counts or "median" not in record.stats:
+        return None
+    usage = dict(record.sampling or {}).get("usage") or {}
+    return Facts(
+        median_s=record.stats["median"],
+        per_call=record.counts.per_call(),
+        kernels_by_op=record.counts.breakdowns()["kernels_by_op"],
+        decomposition=decomposition_of(record, environment),
+        costs=dict(environment.get("overheads") or {}),
+        platform=dict(record.device).get("platform") or environment.get("platform") or "cpu",
+        memory=dict(record.counts.section("memory")),
+        engine=record.engine,
+        compilations=dict(record.counts.compilations),
+        conversions=dict(record.counts.conversions),
+        static=dict(record.counts.static),
+        work=dict(record.work),
+        dtype=record.dtype,
+        cores=cores_of(record, environment.get("cpu_count")),
+        faults_per_call=usage.get("faults_per_call"),
+        rates=dict(environment.get("rates") or {}),
+        python=dict(record.counts.section("python")),
+        reference=record.strategy == "roofline",
+    )
+
+
+def number(mapping: Mapping[str, Any], key: str) -> float:
+    value = mapping.get(key)
+    return 0.0 if value is None else float(value)
+
+
+def percent(fraction: float) -> str:
+    """A share of the median (at most 100%: a part measured in the slower counted call
+    can exceed the median it is divided by)."""
+    return f"{min(fraction, 1.0):.0%}"
+
+
+def megabytes(count: float) -> str:
+    return f"{count / 1e6:,.1f} MB"
+
+
+def untimed(facts: Facts) -> bool:
+    """No decomposition (a profile, not a timed run): rules fire on counts alone."""
+    return not facts.decomposition
+
+
+def reliable(facts: Facts) -> bool:
+    """Whether the traced shares (device, host, waits) describe the median (see
+    `scanbench.decomposition`); results stored before the check count as reliable."""
+    return bool(facts.decomposition.get("reliable", True))
+
+
+def unreliable(facts: Facts) -> str:
+    """`` (the traced call took 6.0x the median: no traced share)`` when it did."""
+    why = facts.decomposition.get("unreliable")
+    return "" if reliable(facts) or not why else f" ({why}: no traced share)"
