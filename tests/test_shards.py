@@ -348,3 +348,25 @@ def test_the_jobs_file_round_trips_and_the_progress_line_counts_saved_cells(tmp_
     (tmp_path / "out.json.jobs.json").write_text('{"jobs_version": 9}')
     with pytest.raises(StoreError, match="not a scanbench jobs file of version 1"):
         executors.read_jobs(tmp_path / "out.json")
+
+
+def test_a_shard_job_resumes_on_its_host_and_keeps_another_hosts_file_aside(tmp_path, monkeypatch):
+    import socket
+
+    from scanbench.execution import runner
+
+    monkeypatch.chdir(tmp_path)  # run_shard changes directory: restored after the test
+    calls = []
+    monkeypatch.setattr(runner, "resume", lambda path: calls.append(("resume", path)) or Run(
+        {}, Invocation(), ()))  # fmt: skip
+    monkeypatch.setattr(runner, "run", lambda inv, path: calls.append(("run", path)) or Run(
+        {}, inv, ()))  # fmt: skip
+    (path,) = write_shards(tmp_path, 1, hosts={1: _environment(socket.gethostname())})
+    invocation = load_run(path).invocation.to_json()
+    assert executors.run_shard(invocation, str(path), str(tmp_path)) == 0
+    assert calls == [("resume", path)]
+    calls.clear()
+    write_run(path, dataclasses.replace(load_run(path), environment=_environment("elsewhere")))
+    executors.run_shard(invocation, str(path), str(tmp_path))
+    assert calls == [("run", path)] and not path.exists()
+    assert (tmp_path / f"{path.name}.from-elsewhere").exists()

@@ -24,6 +24,7 @@ import dataclasses
 import math
 import os
 import shutil
+import socket
 import sys
 import time
 import tomllib
@@ -259,28 +260,29 @@ def complete(shard: ShardJob) -> bool:
 
 
 def run_shard(invocation: Mapping[str, Any], out: str, cwd: str) -> int:
-    """The task of one shard, on its node: run the shard's plan into ``out``; an
-    interrupted shard resumes from its journal; one started on another machine is moved
-    aside (``<out>.from-<host>``, kept) and run afresh here, so that a shard file holds
-    one machine's cells. Returns the number of failed cells."""
+    """The task of one shard, on its node: run the shard's plan into ``out``. A shard
+    interrupted on this host resumes from its journal; one started on another host is
+    moved aside (``<out>.from-<host>``, kept) and run afresh here, so that a shard file
+    holds one machine's cells. Returns the number of failed cells."""
     from ..import_path import use_import_root
     from ..invocation import Invocation
-    from .runner import resume
+    from .runner import load_interrupted, resume
     from .runner import run as run_invocation
 
     os.chdir(cwd)
     use_import_root()  # a scenario file imports the user's code as `scanbench run` would
     path = Path(out)
     if path.exists() or journal_path(path).exists():
-        try:
+        host = load_interrupted(path)[0].get("hostname")
+        if host == socket.gethostname():
             measured = resume(path)
             return sum(1 for record in measured.records if record.status == "failed")
-        except InputError as error:  # measured elsewhere: keep it, start afresh here
-            print(f"scanbench: {error}; starting the shard afresh", file=sys.stderr)
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            for old in (path, journal_path(path)):
-                if old.exists():
-                    old.rename(old.with_name(f"{old.name}.from-{stamp}"))
+        print(
+            f"scanbench: {path} was started on {host}: kept aside, run afresh here", file=sys.stderr
+        )
+        for old in (path, journal_path(path)):
+            if old.exists():
+                old.rename(old.with_name(f"{old.name}.from-{host}"))
     measured = run_invocation(Invocation.from_json(invocation), path)
     return sum(1 for record in measured.records if record.status == "failed")
 
