@@ -14,6 +14,7 @@ from scanbench.cells import Cell
 from scanbench.cli.main import main
 from scanbench.execution.launcher import measure_cell
 from scanbench.results import load_run
+from scanbench.stages import COMPILE_STAGE, FIRST_CALL_STAGE, IMPORTS_STAGE, PREPARE_STAGES
 from scanbench.timing import TimingConfig
 
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
@@ -80,6 +81,10 @@ def test_worker_runs_a_registered_scenario_cell_with_counts_and_decomposition():
     assert {"sampling", "counting", "process start-up and exit", "interference probes"} <= set(
         phases
     )
+    # prepare in its parts, and the worker's own imports, each a stage
+    assert {IMPORTS_STAGE, *PREPARE_STAGES} <= set(phases)
+    assert phases[COMPILE_STAGE] >= record.prepare_s > 0
+    assert phases[FIRST_CALL_STAGE] >= record.first_call_s > 0
     assert sum(phases.values()) > record.wall_s
 
 
