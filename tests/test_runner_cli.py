@@ -180,3 +180,13 @@ def test_argparse_rejects_bad_budgets(capsys):
     assert "--max-time must be finite and > 0" in capsys.readouterr().err
     assert main(["run", "--target-width", "-0.5"]) == 2
     assert "--target-width must be finite and >= 0" in capsys.readouterr().err
+
+
+def test_a_resumed_run_compares_the_facts_without_measuring_the_machine():
+    """Resuming compares versions, device, commit: no bandwidth, unit costs or rates."""
+    from scanbench.execution.launcher import collect_environment
+    from scanbench.execution.runner import RESUME_MUST_MATCH
+
+    facts = collect_environment(measure=False)
+    assert set(RESUME_MUST_MATCH) <= set(facts)
+    assert not {"overheads", "rates", "memory_levels"} & set(facts)

@@ -4,6 +4,7 @@ Usage (by the runner, not by hand)::
 
     python -m scanbench.execution.worker cell SPEC.json OUT.json
     python -m scanbench.execution.worker environment OUT.json
+    python -m scanbench.execution.worker facts OUT.json
 
 A cell is checked against the scenario's reference before it is timed (`scanbench.checks`:
 no NaN/inf where the reference has none, a finite max error, inputs left unchanged): a
@@ -516,6 +517,9 @@ def main(argv: list[str]) -> int:
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
         write_json_atomic(argv[3], profile_cell(Cell(**spec["cell"]), argv[2]))
         return 0
+    if len(argv) == 2 and argv[0] == "facts":  # what a resumed run compares, unmeasured
+        write_json_atomic(argv[1], collect(measure_bandwidth=False))
+        return 0
     if len(argv) == 2 and argv[0] == "environment":
         environment = collect()
         with unmeasured():  # the probes time warm calls: their compiles may be cached
@@ -525,7 +529,7 @@ def main(argv: list[str]) -> int:
         return 0
     print(
         "usage: python -m scanbench.execution.worker "
-        "(cell SPEC OUT | profile SPEC DIR OUT | environment OUT)",
+        "(cell SPEC OUT | profile SPEC DIR OUT | environment OUT | facts OUT)",
         file=sys.stderr,
     )
     return 2
