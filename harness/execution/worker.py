@@ -332,6 +332,11 @@ def _check_and_time(
     samples: tuple[float, ...] = ()
     sampling: dict[str, Any] = {}
     if not counts_only:
+        # the sampling loop's stopping rule imports it on its first interval
+        # (`scanbench.timing.median_interval_indices`): 0.2-0.8 s, paid here, while the
+        # other cell's worker may run, instead of in the quiet stage with it stopped
+        import scipy.special  # noqa: F401
+
         known = first_call_s if first_call_known else None
         beacon.stage(SAMPLING_STAGE, f"sampling{part} (first call {format_seconds(first_call_s)})")
         meter = Meter()  # cores and fresh pages of the timed calls (scanbench.probes.usage)
