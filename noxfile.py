@@ -214,6 +214,25 @@ def figures(session: nox.Session) -> None:
 
 
 @nox.session
+def perf(session: nox.Session) -> None:
+    """How long scanbench's own main jobs take here, and where the time goes: the smoke
+    run of every scenario, `nox -s bench`'s run, the tests and the gate, each timed with
+    its split and the load average beside it (`docs/harness_speed.py`), so that a
+    regression in the harness's own speed shows. Run it on a quiet machine.
+
+    Writes results/perf-<time>.json and prints its table; `-- --parts smoke,tests` runs
+    some of them, `-- --out docs/results/perf.json` refreshes the performance log's
+    figure (then `python docs/figures.py`).
+    """
+    _install(session, "-e", ".[dev]")
+    args = list(session.posargs)
+    if "--out" not in args:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        args += ["--out", f"results/perf-{stamp}.json"]
+    session.run("python", "docs/harness_speed.py", *args)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff check (with flake8-bandit's rules, `S`: the static security check, each
     finding fixed or justified on its line) and ruff format --check; actionlint and zizmor

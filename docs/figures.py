@@ -25,7 +25,9 @@ Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 - ``run-time``: where the run's time went (stages summed over the cells);
 - ``shards``: a gathered run's shards: their machines, cells, expected and measured
   seconds, and the balance;
-- ``at-scale``: the at-scale estimate measured by ``docs/at_scale.py`` (its own JSON).
+- ``at-scale``: the at-scale estimate measured by ``docs/at_scale.py`` (its own JSON);
+- ``harness-speed``: the wall times of scanbench's own main jobs and their split,
+  measured by ``docs/harness_speed.py`` (``nox -s perf``, its own JSON).
 """
 
 from __future__ import annotations
@@ -267,6 +269,10 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
     """The figure ``name`` of the results file at ``path``, with its provenance."""
     if name == "at-scale":
         return at_scale(path)
+    if name == "harness-speed":
+        import harness_speed
+
+        return harness_speed.render(json.loads(path.read_text(encoding="utf-8")))
     run = load_run(path)
     if name == "calibration":
         body = calibration(run)

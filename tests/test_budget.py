@@ -4,6 +4,7 @@ the work and scaled (openly), and progress lines while a cell runs."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from scanbench.cells import Cell
 from scanbench.execution.heartbeat import Beacon, heartbeat, read_phase
+from scanbench.execution.quiet_link import Pauses
 from scanbench.execution.worker import run_cell
 from scanbench.invocation import Invocation, ScenarioFacts
 from scanbench.reports.frame import records_frame
@@ -18,6 +20,15 @@ from scanbench.reports.markdown import render as render_markdown
 from scanbench.reports.model import build
 from scanbench.results import Run
 from scanbench.sampling import TimingConfig
+from scanbench.stages import (
+    CHECK_STAGE,
+    COMPILE_STAGE,
+    FIRST_CALL_STAGE,
+    INPUTS_STAGE,
+    PAUSED_STAGE,
+    REFERENCE_STAGE,
+)
+from scanbench.timing import TimingConfig
 from scanbench.units import format_duration
 from tests.scenario_files.steps import COMPILE_S, STEP_S
 
@@ -42,7 +53,10 @@ def test_a_costly_backend_is_measured_on_part_of_the_work_and_scaled():
     assert record.size_params == {"steps": 10}  # reported at the size it stands for
     phases = record.extra["phases_s"]  # where the cell's time went, stage by stage
     assert phases["sampling"] >= sum(record.samples_s)
-    assert phases["prepare and check"] >= 2 * STEP_S  # the checked first call, at 2 steps
+    # prepare in its parts: the checked first call, at 2 steps, is a stage of its own
+    assert phases[FIRST_CALL_STAGE] >= 2 * STEP_S
+    assert {INPUTS_STAGE, REFERENCE_STAGE, COMPILE_STAGE, CHECK_STAGE} <= set(phases)
+    assert phases[COMPILE_STAGE] >= record.prepare_s > 0
     assert sum(phases.values()) <= record.wall_s
 
 
@@ -149,6 +163,15 @@ def test_beacon_adds_up_stage_times(tmp_path):
     beacon.stop()
     beacon.stop()  # nothing running: no change
     assert beacon.stages == {"prepare and check": 2.75, "sampling": 0.5}
+
+
+def test_a_stage_that_began_before_the_beacon_is_added_with_its_pauses_left_out(tmp_path):
+    now = [5.0]
+    pauses = tmp_path / "pauses.json"
+    pauses.write_text(json.dumps([[1.0, 1.5]]))  # the runner stopped the worker meanwhile
+    beacon = Beacon(None, clock=lambda: now[0], pauses=Pauses(pauses))
+    beacon.ended("worker imports", 0.5)  # the imports, from before the beacon existed
+    assert beacon.stages == {"worker imports": 4.0, PAUSED_STAGE: 0.5}
 
 
 def test_heartbeat_emits_lines_while_the_block_runs(tmp_path):

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 from scanbench.probes.rates import (
     device_flops_per_s,
     fault_cost,
@@ -27,3 +32,27 @@ def test_a_page_fault_costs_something_and_maps_at_least_a_page():
 def test_the_notebook_api_skips_the_arithmetic():
     rates = measure_rates("cpu", arithmetic=False)
     assert "flops_per_s" not in rates and rates["numpy_call_s"] > 0
+
+
+KERNELS_FROM_THE_CACHE = """
+import json, numpy as np
+from scanbench.probes.rates import _kernels
+one, every = _kernels()
+for dtype in ("float32", "float64"):
+    kind = np.dtype(dtype).type
+    one(np.ones(16, dtype), kind(0.5), kind(0.5), 1)
+    every(np.ones((2, 16), dtype), kind(0.5), kind(0.5), 1)
+print(json.dumps([sum(one.stats.cache_misses.values()), sum(every.stats.cache_misses.values())]))
+"""
+
+
+def test_the_kernels_are_compiled_once_then_loaded_from_numbas_cache(tmp_path):
+    """A closure is never found in Numba's cache again: the kernels must be module-level
+    functions, or every run compiles them anew (about 1 s per dtype)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    command = [sys.executable, "-c", KERNELS_FROM_THE_CACHE]
+    runs = [subprocess.run(command, env=env, capture_output=True, text=True) for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
+    first, second = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
+    assert first == [2, 2]  # each kernel compiled for float32 and float64
+    assert second == [0, 0]  # then loaded

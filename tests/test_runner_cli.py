@@ -15,6 +15,8 @@ from scanbench.cli.main import main
 from scanbench.execution.launcher import measure_cell
 from scanbench.results import load_run
 from scanbench.sampling import TimingConfig
+from scanbench.stages import COMPILE_STAGE, FIRST_CALL_STAGE, IMPORTS_STAGE, PREPARE_STAGES
+from scanbench.timing import TimingConfig
 
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
 
@@ -80,6 +82,10 @@ def test_worker_runs_a_registered_scenario_cell_with_counts_and_decomposition():
     assert {"sampling", "counting", "process start-up and exit", "interference probes"} <= set(
         phases
     )
+    # prepare in its parts, and the worker's own imports, each a stage
+    assert {IMPORTS_STAGE, *PREPARE_STAGES} <= set(phases)
+    assert phases[COMPILE_STAGE] >= record.prepare_s > 0
+    assert phases[FIRST_CALL_STAGE] >= record.first_call_s > 0
     assert sum(phases.values()) > record.wall_s
 
 
@@ -175,3 +181,13 @@ def test_argparse_rejects_bad_budgets(capsys):
     assert "--max-time must be finite and > 0" in capsys.readouterr().err
     assert main(["run", "--target-width", "-0.5"]) == 2
     assert "--target-width must be finite and >= 0" in capsys.readouterr().err
+
+
+def test_a_resumed_run_compares_the_facts_without_measuring_the_machine():
+    """Resuming compares versions, device, commit: no bandwidth, unit costs or rates."""
+    from scanbench.execution.launcher import collect_environment
+    from scanbench.execution.runner import RESUME_MUST_MATCH
+
+    facts = collect_environment(measure=False)
+    assert set(RESUME_MUST_MATCH) <= set(facts)
+    assert not {"overheads", "rates", "memory_levels"} & set(facts)

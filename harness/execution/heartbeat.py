@@ -68,6 +68,13 @@ class Beacon:
         self.current = (name, self.clock())
         self.phase(text or name)
 
+    def ended(self, name: str, since: float) -> None:
+        """Add a stage that ran from ``since`` (this beacon's clock) until now, before the
+        beacon existed (the worker's imports), pauses left out as in `stop`."""
+        self.stop()
+        self.current = (name, since)
+        self.stop()
+
     def stop(self) -> None:
         """Close the running stage, if any."""
         if self.current is not None:

@@ -237,11 +237,14 @@ def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, A
     return data
 
 
-def collect_environment(timeout_s: float = 300.0) -> dict[str, Any]:
-    """Environment metadata and memory bandwidth, measured in a fresh process."""
+def collect_environment(timeout_s: float = 300.0, measure: bool = True) -> dict[str, Any]:
+    """Environment metadata, the memory bandwidths, unit costs and rates, measured in a
+    fresh process; without ``measure``, the metadata only (versions, device, CPU, flags,
+    commit: what a resumed run compares, about 2 s less)."""
     with tempfile.TemporaryDirectory(prefix="scanbench-env-") as tmp:
         out = Path(tmp, "environment.json")
-        data, error, _ = _run_worker(["environment", str(out)], out, timeout_s)
+        mode = "environment" if measure else "facts"
+        data, error, _ = _run_worker([mode, str(out)], out, timeout_s)
     if error is not None:
         raise HarnessError(f"could not collect the environment metadata: {error}")
     return data

@@ -253,7 +253,7 @@ def resumable(
     """The invocation to resume ``out`` with, once this environment is checked against the
     stored one (`differences`): a change is refused, or, with ``force``, recorded under
     ``resumed_with_differences``."""
-    changed = differences(environment, collect_environment())
+    changed = differences(environment, collect_environment(measure=False))
     if changed and not force:
         raise InputError(
             f"cannot resume {out}: the code or environment differs from when it started "

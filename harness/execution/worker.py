@@ -4,6 +4,7 @@ Usage (by the runner, not by hand)::
 
     python -m scanbench.execution.worker cell SPEC.json OUT.json
     python -m scanbench.execution.worker environment OUT.json
+    python -m scanbench.execution.worker facts OUT.json
 
 A cell is checked against the scenario's reference before it is timed (`scanbench.checks`:
 no NaN/inf where the reference has none, a finite max error, inputs left unchanged): a
@@ -14,19 +15,23 @@ checked again, so a backend that goes wrong on repetition fails too, saying so.
 from __future__ import annotations
 
 import sys
+import time
+
+# before the heavy imports below: their time is a stage of its own (IMPORTS_STAGE)
+IMPORTS_STARTED = (time.perf_counter(), time.monotonic())
 
 from .processes import exit_with_parent
 
 if __name__ == "__main__":  # first: a SIGTERM during the heavy imports below cleans up too
     exit_with_parent(sys.argv[1:])
 
+import contextlib
 import dataclasses
 import functools
 import json
 import math
 import os
 import statistics
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +42,7 @@ import jax
 from ..api import WARM, Backend, Counts, MismatchError, Record, Scenario, Size
 from ..cells import Cell, scenario_of
 from ..checks import InputSnapshot, check_again, check_of, checked_error, stateful_or
+from ..compile_cache import measured_cold, unmeasured
 from ..environment import collect, device_info
 from ..probes.caches import evictor
 from ..probes.memory import tree_nbytes
@@ -51,12 +57,23 @@ from ..sharding.distributed import (
     cell_device_info,
     initialize_distributed,
 )
-from ..stages import COUNTING_STAGE, ESTIMATE_STAGE, SAMPLING_STAGE
+from ..stages import (
+    CHECK_STAGE,
+    COMPILE_STAGE,
+    COUNTING_STAGE,
+    ESTIMATE_STAGE,
+    FIRST_CALL_STAGE,
+    IMPORTS_STAGE,
+    INPUTS_STAGE,
+    REFERENCE_STAGE,
+    SAMPLING_STAGE,
+)
 from ..timing import repeat, time_call
 from ..units import format_seconds
 from ..xla_options import flags_in_effect
 from .heartbeat import PROGRESS_FILE, Beacon
 from .quiet_link import Pauses, QuietLink
+from .reference_cache import shared_reference
 
 
 def configure_jax(dtype: str) -> bool:
@@ -99,6 +116,7 @@ def run_cell(
     beacon: Beacon | None = None,
     count_parts: bool = False,
     summarize: bool = True,
+    started: float | None = None,
 ) -> Record:
     """Load the cell's scenario from its source, then `measure` it.
 
@@ -112,11 +130,13 @@ def run_cell(
         summarize: compute ``stats`` here; the cell worker leaves them to the runner
             (`scanbench.execution.launcher.with_stats`), sparing every worker the slow
             import of ``scipy.stats``.
+            started: when the cell's wall time starts (``time.perf_counter``; default: now).
     """
     beacon = beacon or Beacon(None)
-    started = time.perf_counter()
+    started = time.perf_counter() if started is None else started
     beacon.stage("start JAX")
     configure_jax(cell.dtype)  # before the scenario's code runs: it may make arrays
+    measured_cold()  # compile times are reported: never from a persistent cache
     beacon.stage("load scenario", "loading the scenario")
     scenario = scenario_of(cell)
     backend = scenario.backend(cell.backend).with_params(dict(cell.params))
@@ -238,6 +258,8 @@ def measure(
         extra={
             "phases_s": beacon.stages,
             **({"output": dict(measured.described)} if measured.described else {}),
+            # prepare_s and first_call_s are then no compile times (a counts-only cell)
+            **({"compile_cache": True} if measured.compiled_from_cache else {}),
         },
         **base,
     )
@@ -257,6 +279,7 @@ class _Measured:
     sampling: dict[str, Any]
     factor: float = 1.0  # full work / measured work
     input_bytes: int | None = None  # of the scenario's inputs at ``size``
+    compiled_from_cache: bool = False  # a counts-only cell's compiles, from the cache
 
 
 def _check_and_time(
@@ -273,17 +296,26 @@ def _check_and_time(
     """Prepare, check the first call, then sample (adaptive, `scanbench.timing.repeat`)."""
     along = scenario.count_along
     part = f" on {size[along]} {along}" if along and size is not scenario.size(size.name) else ""
-    beacon.stage("prepare and check", f"preparing and checking the first call{part}")
+    beacon.stage(INPUTS_STAGE, f"building the inputs{part}")
     inputs = scenario.make_inputs(size, target.seed, target.dtype)
-    expected = scenario.reference(inputs)
+    beacon.stage(REFERENCE_STAGE, f"computing the reference{part}")
+    expected = shared_reference(scenario, inputs)  # once per run (reference_cache)
     snapshot = InputSnapshot.of(inputs)
-    start = time.monotonic()  # the clock of the runner's pauses (scanbench.execution.overlap)
-    prepared = backend.prepare(inputs, size)
-    prepared_at = time.monotonic()
-    prepare_s = prepared_at - start - beacon.paused_between(start, prepared_at)
-    setup = None if backend.setup is None else functools.partial(backend.setup, prepared)
-    output, first_call_s = time_call(backend.run, prepared, clock=time.monotonic, before=setup)
-    first_call_s -= beacon.paused_between(prepared_at, time.monotonic())
+    # a counts-only cell (the gate's count rules) reports no compile time: its compiles
+    # may come from the persistent cache (scanbench.compile_cache); a timed cell's never
+    cached = unmeasured() if counts_only else contextlib.nullcontext(False)
+    beacon.stage(COMPILE_STAGE, f"preparing (compiling){part}")
+    with cached as from_cache:
+        start = time.monotonic()  # the clock of the runner's pauses (execution.overlap)
+        prepared = backend.prepare(inputs, size)
+        prepared_at = time.monotonic()
+        prepare_s = prepared_at - start - beacon.paused_between(start, prepared_at)
+        setup = None if backend.setup is None else functools.partial(backend.setup, prepared)
+        beacon.stage(FIRST_CALL_STAGE, f"the first call{part}")
+        called_at = time.monotonic()
+        output, first_call_s = time_call(backend.run, prepared, clock=time.monotonic, before=setup)
+        first_call_s -= beacon.paused_between(called_at, time.monotonic())
+    beacon.stage(CHECK_STAGE, f"checking the first call{part}")
     snapshot.verify(inputs, "during prepare or the first call")
     check = check_of(scenario, backend, prepared)
     max_error = None
@@ -298,6 +330,11 @@ def _check_and_time(
     samples: tuple[float, ...] = ()
     sampling: dict[str, Any] = {}
     if not counts_only:
+        # the sampling loop's stopping rule imports it on its first interval
+        # (`scanbench.timing.median_interval_indices`): 0.2-0.8 s, paid here, while the
+        # other cell's worker may run, instead of in the quiet stage with it stopped
+        import scipy.special  # noqa: F401
+
         known = first_call_s if first_call_known else None
         beacon.stage(SAMPLING_STAGE, f"sampling{part} (first call {format_seconds(first_call_s)})")
         meter = Meter()  # cores and fresh pages of the timed calls (scanbench.probes.usage)
@@ -318,6 +355,8 @@ def _check_and_time(
         usage = meter.usage(len(samples))
         if usage is not None:
             sampling["usage"] = usage.to_json()
+        # the last output checked still in the quiet stage: giving the machine back for
+        # it and taking it again to count costs a probe more than the check (milliseconds)
         calls = 1 + timed.warmup_calls + len(samples)
         snapshot.verify(inputs, f"during the first {calls} calls")
         if backend.checked:
@@ -335,6 +374,7 @@ def _check_and_time(
         described,
         sampling,
         input_bytes=tree_nbytes(inputs),
+        compiled_from_cache=from_cache,
     )
 
 
@@ -457,18 +497,21 @@ def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "cell":
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+        beacon = Beacon(
+            Path(argv[2]).parent / PROGRESS_FILE,
+            link=QuietLink.from_environ(),  # two workers, timed alone (overlap.py)
+            pauses=Pauses.from_environ(),
+        )
+        beacon.ended(IMPORTS_STAGE, IMPORTS_STARTED[1])  # this module's imports
         record = run_cell(
             Cell(**spec["cell"]),
             TimingConfig(**spec["timing"]),
             probes=spec.get("probes", True),
             counts_only=spec.get("counts_only", False),
-            beacon=Beacon(
-                Path(argv[2]).parent / PROGRESS_FILE,
-                link=QuietLink.from_environ(),  # two workers, timed alone (overlap.py)
-                pauses=Pauses.from_environ(),
-            ),
+            beacon=beacon,
             count_parts=spec.get("count_parts", False),
             summarize=False,  # the runner summarizes (it has scipy.stats loaded already)
+            started=IMPORTS_STARTED[0],  # the wall time includes the imports' stage
         )
         write_json_atomic(argv[2], record.to_json())
         return 0
@@ -476,14 +519,19 @@ def main(argv: list[str]) -> int:
         spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
         write_json_atomic(argv[3], profile_cell(Cell(**spec["cell"]), argv[2]))
         return 0
+    if len(argv) == 2 and argv[0] == "facts":  # what a resumed run compares, unmeasured
+        write_json_atomic(argv[1], collect(measure_bandwidth=False))
+        return 0
     if len(argv) == 2 and argv[0] == "environment":
         environment = collect()
-        rates = measure_rates(environment["platform"])  # arithmetic, a page fault, a call
-        write_json_atomic(argv[1], {**environment, "overheads": measure_all(), "rates": rates})
+        with unmeasured():  # the probes time warm calls: their compiles may be cached
+            rates = measure_rates(environment["platform"])  # arithmetic, a page fault, a call
+            overheads = measure_all()
+        write_json_atomic(argv[1], {**environment, "overheads": overheads, "rates": rates})
         return 0
     print(
         "usage: python -m scanbench.execution.worker "
-        "(cell SPEC OUT | profile SPEC DIR OUT | environment OUT)",
+        "(cell SPEC OUT | profile SPEC DIR OUT | environment OUT | facts OUT)",
         file=sys.stderr,
     )
     return 2

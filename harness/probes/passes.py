@@ -21,6 +21,7 @@ from typing import Any
 import jax
 
 from ..api import Backend, Scenario, Size
+from ..compile_cache import unmeasured
 from ..counts import Counts
 from ..stages import COUNTING_STAGE, MEMORY_STAGE, PREPARING_STAGE
 from ..timing import call_and_wait
@@ -136,7 +137,8 @@ def counts_per_call(
         inputs = scenario.make_inputs(at, seed, dtype)
         if at is size:
             inputs_of_full_size.append(tree_nbytes(inputs))
-        return backend.prepare(inputs, at)
+        with unmeasured():  # a second compile nobody times (scanbench.compile_cache)
+            return backend.prepare(inputs, at)
 
     def count_warm(ready: Any, warm: bool) -> dict[str, Any]:
         """Counts of a warm call: ``ready``'s next one, after one plain (untraced) call
@@ -145,7 +147,8 @@ def counts_per_call(
             stage(PREPARING_STAGE)
             if backend.setup is not None:
                 backend.setup(ready)
-            call_and_wait(backend.run, ready)
+            with unmeasured():  # its compiles are not the counted call's
+                call_and_wait(backend.run, ready)
         stage(COUNTING_STAGE)
         return count_cell(backend, ready, platform)
 

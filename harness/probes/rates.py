@@ -52,31 +52,11 @@ NUMPY_CALLS = 2000
 @functools.cache
 def _kernels() -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The FMA chain for one thread and over threads (``prange``), compiled on first use
-    (Numba is imported here, not with the module: start-up cost)."""
-    import numba
+    or loaded from Numba's cache (`scanbench.probes.rate_kernels`: Numba is imported
+    here, not with the module: start-up cost)."""
+    from . import rate_kernels
 
-    def chain(x, a, b, rounds):
-        for _ in range(rounds):
-            for i in range(x.size):
-                v = x[i]
-                v = v * a + b
-                v = v * a + b
-                v = v * a + b
-                v = v * a + b
-                v = v * a + b
-                v = v * a + b
-                v = v * a + b
-                v = v * a + b
-                x[i] = v
-
-    one = numba.njit(fastmath=True, cache=True)(chain)
-
-    def over_threads(xs, a, b, rounds):
-        for t in numba.prange(xs.shape[0]):
-            one(xs[t], a, b, rounds)
-
-    every = numba.njit(fastmath=True, parallel=True, cache=True)(over_threads)
-    return one, every
+    return rate_kernels.chain, rate_kernels.over_threads
 
 
 def _best_rate(run: Callable[[int], None], flops_per_round: float, repeats: int = 5) -> float:
