@@ -28,7 +28,6 @@ from scanbench.stages import (
     PAUSED_STAGE,
     REFERENCE_STAGE,
 )
-from scanbench.timing import TimingConfig
 from scanbench.units import format_duration
 from tests.scenario_files.steps import COMPILE_S, STEP_S
 

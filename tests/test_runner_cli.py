@@ -16,7 +16,6 @@ from scanbench.execution.launcher import measure_cell
 from scanbench.results import load_run
 from scanbench.sampling import TimingConfig
 from scanbench.stages import COMPILE_STAGE, FIRST_CALL_STAGE, IMPORTS_STAGE, PREPARE_STAGES
-from scanbench.timing import TimingConfig
 
 TOY = str(Path(__file__).parent / "scenario_files" / "toy.py")
 
