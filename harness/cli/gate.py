@@ -33,7 +33,8 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=positive(float, "--inject-slowdown"),
         default=1.0,
         metavar="F",
-        help="(with --aa; for testing the gate) slow the candidate side by factor F",
+        help="(with --aa; for testing the gate) make every call of the candidate side really "
+        "F x slower (extra work per call, F >= 1)",
     )
     parser.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
     parser.add_argument("--md", help="also write the markdown section here")
@@ -59,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
     gates = load_gates(args.gates)
     if args.inject_slowdown != 1.0 and not args.aa:
         raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
+    if args.inject_slowdown < 1.0:
+        raise InputError(
+            f"--inject-slowdown must be >= 1, got {args.inject_slowdown:g}: the slowdown is "
+            "planted as real extra work per call, which cannot make a call faster"
+        )
     mode = (
         "update-counts" if args.update_counts else "against" if args.against or args.aa else "rules"
     )

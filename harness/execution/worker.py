@@ -221,9 +221,9 @@ def measure(
     beacon.stop()
     stats: dict[str, Any] = {}
     if measured.samples and summarize:
-        from ..statistics import summarize_scaled  # scipy.stats (~0.9 s): not in every worker
+        from ..statistics import summarize_scaled
 
-        stats = summarize_scaled(measured.samples, timing.confidence, target.seed, measured.factor)
+        stats = summarize_scaled(measured.samples, timing.confidence, measured.factor)
     return Record(
         status="ok",
         prepare_s=measured.prepare_s,

@@ -119,12 +119,23 @@ def _counts(findings: Sequence[CountFinding]) -> str:
 
 def _ratio(finding: RatioFinding) -> str:
     relation = "<=" if finding.at_most else ">="
-    text = (
+    return (
         f"ratio {finding.point:.2f}x, {finding.confidence:.0%} CI [{finding.low:.2f}, "
         f"{finding.high:.2f}] vs {relation} {finding.threshold:g}x "
-        f"({finding.slower_samples} and {finding.faster_samples} samples)"
+        f"({finding.blocks} interleaved blocks, {finding.slower_samples} and "
+        f"{finding.faster_samples} samples)"
     )
-    return text + (f"; why: {finding.why}" if finding.why else "")
+
+
+def _ratios(findings: Sequence[RatioFinding]) -> str:
+    """An invariant's measurement, its confirming re-run, then why the rule holds."""
+    first, *again = findings
+    text = _ratio(first)
+    if again:
+        text += f"; confirming re-run: {_ratio(again[-1])}"
+        if again[-1].outcome != Outcome.FAIL:
+            text += " (not confirmed)"
+    return text + (f"; why: {first.why}" if first.why else "")
 
 
 def paired(decision: PairedDecision, delta: float, floor_s: float, confidence: float) -> str:
@@ -158,8 +169,8 @@ def describe(verdict: Verdict) -> str:
         parts.insert(0, why)
     if verdict.counts:
         parts.append(_counts(verdict.counts))
-    if verdict.ratio is not None:
-        parts.append(_ratio(verdict.ratio))
+    if verdict.ratios:
+        parts.append(_ratios(verdict.ratios))
     if verdict.baseline is not None:
         parts.append(_baseline(verdict.baseline))
     return "; ".join(parts)
@@ -201,19 +212,22 @@ def calibration_markdown(calibration: Calibration) -> str:
         "with fresh workers and its own seed.",
         "",
         "| rule | repetitions failing | first measurement suspect (before confirmation) "
+        "| candidate/baseline (median over first measurements) "
         "| smallest detectable slowdown (median over repetitions) |",
-        "| --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- |",
     ]
     everything = [v for verdicts in calibration.verdicts for v in verdicts]
     for rule in dict.fromkeys(v.rule for v in everything):
         mine = [v for v in everything if v.rule == rule]
         failing = sum(v.outcome == Outcome.FAIL for v in mine)
-        findings = [v.baseline for v in mine if v.baseline is not None]
-        suspect = sum(finding.measurements[0].suspect for finding in findings)
-        detectable = [finding.measurements[0].detectable for finding in findings]
+        firsts = [v.baseline.measurements[0] for v in mine if v.baseline is not None]
+        suspect = sum(first.suspect for first in firsts)
+        ratio = f"{float(np.median([f.ratio for f in firsts])):.3f}x" if firsts else "-"
+        detectable = [first.detectable for first in firsts]
         smallest = f"{float(np.median(detectable)):.3f}x" if detectable else "-"
         lines.append(
-            f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} | {smallest} |"
+            f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} | {ratio} "
+            f"| {smallest} |"
         )
     lines += ["", "| repetition | rule | outcome | numbers |", "| --- | --- | --- | --- |"]
     for index, verdicts in enumerate(calibration.verdicts):

@@ -17,8 +17,8 @@ are timed by the *candidate's* timing loop (``timing.py`` beside this file's fol
 by path under a private package name, whatever ROOT holds): each waits for the whole
 output, as in the cell worker.
 ``cpus`` in the spec pins the worker to those CPUs before anything is imported.
-``slowdown`` in the spec (test-only) multiplies every timed sample by that factor, to
-measure the gate's detection rate of exactly that slowdown (see `slowed`).
+``slowdown`` in the spec (test-only) makes every timed call really that factor slower, to
+measure the gate's detection rate of that slowdown (see `slowed`).
 
 Standard library only at the top: it runs before ROOT's code is on the path.
 """
@@ -100,15 +100,68 @@ def measured_package() -> str:
     return getattr(module, "__file__", "") or ""
 
 
-def slowed(samples: list[float], factor: float) -> list[float]:
-    """Samples of a call ``factor`` x slower (test-only: the gate's detection rate).
+SIZING_S = 0.2  # calls timed to size a planted slowdown (at least 5, at most 1000)
 
-    The samples are scaled rather than the call stretched by spinning after it: spinning
-    leaves the CPU to nothing else for a while between calls, and XLA:CPU's thread pool
-    then runs the next call faster (its idle threads no longer compete with it on the
-    pinned CPU), so a 1.10x spin measured as 1.05x on the default TDMA solve. Scaling
-    injects exactly the slowdown asked for, on top of the workload's real noise."""
-    return samples if factor == 1.0 else [value * factor for value in samples]
+
+def busy(iterations: int) -> int:
+    """A fixed amount of pure-Python work: ``iterations`` turns of a loop whose every
+    turn costs the same (small integers only)."""
+    flip = 0
+    for _ in range(iterations):
+        flip ^= 1
+    return flip
+
+
+def busy_iterations(seconds: float, clock=None) -> int:
+    """The `busy` iterations that take ``seconds`` of this process's CPU time (``clock``,
+    default ``time.process_time``): from 1,000, rescaled three times by the median of 5
+    timings at the current count (so that the loop's own overhead is counted at the
+    size it will run at)."""
+    import statistics
+    import time
+
+    clock = clock or time.process_time
+    iterations = 1000
+    for _ in range(3):
+        timings = []
+        for _ in range(5):
+            start = clock()
+            busy(iterations)
+            timings.append(clock() - start)
+        took = statistics.median(timings)
+        iterations = max(1, round(iterations * seconds / took)) if took > 0 else iterations
+    return iterations
+
+
+def slowed(run, prepared, factor: float, timing):
+    """``run`` made really ``factor`` x slower (test-only: the gate's detection rate):
+    after each call's output is ready, a fixed number of `busy` iterations worth
+    (factor - 1) x the call's CPU time (the median over about `SIZING_S` seconds of this
+    worker's calls, timed by ``time.process_time`` before the timed blocks).
+
+    The candidate side then really does that much more work per call on the same pinned
+    CPU, timed by the same loop. It is sized in CPU time, not wall time, so that a call
+    preempted by another process while it was sized does not plant more work than asked.
+    The wall-time slowdown it realizes is what the gate must see, and the calibration
+    reports it (the median ratio of the planted repetitions): on a busy machine, a longer
+    call is preempted more often, and more work between calls can change how fast the
+    next call runs."""
+    import statistics
+    import time
+
+    if factor == 1.0:
+        return run
+    (first,) = timing.sample(run, prepared, 1)
+    count = min(1000, max(5, int(SIZING_S / first) if first > 0 else 1000))
+    call_s = statistics.median(timing.sample(run, prepared, count, clock=time.process_time))
+    iterations = busy_iterations((factor - 1.0) * call_s)
+
+    def slower(ready):
+        output = timing.call_and_wait(run, ready)
+        busy(iterations)
+        return output
+
+    return slower
 
 
 def jax_version() -> str:
@@ -159,8 +212,8 @@ def serve(spec: dict, scenario, channel) -> None:
     to_reference = getattr(backend, "to_reference", lambda value: value)
     check = getattr(checks, "check_of", lambda s, b, p: s.check)(scenario, backend, prepared)
     checks.checked_error(check, to_reference(output), expected, dtype)
-    factor = float(spec.get("slowdown", 1.0))
-    (warm_s,) = timing.sample(backend.run, prepared, 1)  # warm-up, timed: sizes the blocks
+    call = slowed(backend.run, prepared, float(spec.get("slowdown", 1.0)), timing)
+    (warm_s,) = timing.sample(call, prepared, 1)  # warm-up, timed: sizes the blocks
     versions = {"jax": jax_version(), "jaxlib": jaxlib_version(), "python": sys.version.split()[0]}
     reply = {
         "ready": True,
@@ -177,8 +230,7 @@ def serve(spec: dict, scenario, channel) -> None:
             channel.write(json.dumps(_facts(backend, prepared)) + "\n")
             channel.flush()
             continue
-        samples = timing.sample(backend.run, prepared, int(request["samples"]))
-        samples = slowed(samples, factor)
+        samples = timing.sample(call, prepared, int(request["samples"]))
         channel.write(json.dumps({"samples": samples}) + "\n")
         channel.flush()
 
