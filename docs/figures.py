@@ -14,13 +14,17 @@ Figures (``NAME RESULTS.json [KEY=VALUE ...]``):
 - ``counts scenario=S size=Z``: its counts table;
 - ``diagnosis scenario=S size=Z``: its "What to change" list;
 - ``glance``: the report's "At a glance" table;
-- ``run-time``: where the run's time went (stages summed over the cells).
+- ``run-time``: where the run's time went (stages summed over the cells);
+- ``gate-calibration``: the gate's calibration table from a ``scanbench gate --aa N
+  --inject-slowdown F --json PATH`` file (false alarms, detections, smallest slowdown
+  caught, per ``[[baseline]]`` rule).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import re
 import sys
@@ -109,8 +113,29 @@ def calibration(run: Run) -> str:
     return "\n".join(lines)
 
 
+def gate_calibration(path: Path) -> str:
+    """The calibration table of a ``scanbench gate --aa --json`` file, with its machine
+    and date."""
+    from scanbench.gate.calibration import table
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    machine = data["machine"]
+    relative = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+    settings = data["settings"]
+    repetitions = data["calibration"]["repetitions"]
+    return (
+        f"{table(data['calibration'])}\n\n*From `{relative}`: {repetitions} repetitions of "
+        f"each rule at confidence {settings['confidence']:g}, {settings['blocks']} blocks "
+        f"(unless a rule says), {machine.get('cpu_model', '?')} "
+        f"({machine.get('cpu_count', '?')} cores), jax "
+        f"{(machine.get('versions') or {}).get('jax')}, recorded {machine.get('timestamp')}.*"
+    )
+
+
 def render(name: str, path: Path, options: dict[str, str]) -> str:
     """The figure ``name`` of the results file at ``path``, with its provenance."""
+    if name == "gate-calibration":
+        return gate_calibration(path)
     run = load_run(path)
     if name == "calibration":
         body = calibration(run)

@@ -14,6 +14,7 @@ import tomli_w
 
 from scanbench.api import InputError, UnknownNameError
 from scanbench.cli.main import main
+from scanbench.gate.calibration import summary
 from scanbench.gate.command import calibrate
 from scanbench.gate.decide import (
     check_counts,
@@ -230,34 +231,70 @@ def toy_gates(tmp_path: Path, **settings) -> Path:
 
 def test_real_workers_detect_a_planted_2x_slowdown_and_pass_aa(tmp_path):
     gates = load_gates(toy_gates(tmp_path))
-    slowed = calibrate(gates, repetitions=1, slowdown=2.0, timeout_s=120)
-    assert slowed.failing_repetitions == 1
-    (verdict,) = slowed.verdicts[0]
+    calibration = calibrate(gates, repetitions=1, slowdown=2.0, timeout_s=120)
+    assert calibration.detecting_repetitions == 1
+    ((verdict,),) = calibration.slowed
     assert "confirming re-run" in describe(verdict)
     # the candidate really ran slower: the paired ratio is measured, not multiplied in
-    assert all(1.6 < m.ratio < 2.5 for m in verdict.baseline.measurements), describe(verdict)
-    same = calibrate(gates, repetitions=1, slowdown=1.0, timeout_s=120)
-    assert same.failing_repetitions == 0, calibration_markdown(same)
-    assert "false alarms (identical code on both sides): **0 of 1**" in calibration_markdown(same)
+    assert all(m.ratio > 1.5 for m in verdict.baseline.measurements), describe(verdict)
+    text = calibration_markdown(calibration)
+    assert calibration.failing_repetitions == 0, text
+    assert "false alarms (identical code on both sides): **0 of 1**" in text
+    assert "detections of a planted 2x slowdown: **1 of 1**" in text
+    (row,) = summary(calibration.to_json())
+    assert (row.false_alarms, row.caught, row.repetitions) == (0, 1, 1)
+    assert row.slowed_ratio > 1.5 and 0.8 < row.aa_ratio < 1.25
 
 
-def test_a_planted_slowdown_is_extra_work_sized_to_the_call(monkeypatch):
-    """`serve.slowed`: after each call (waited for), busy iterations worth (F - 1) x the
-    median call, sized from the worker's own calls before the blocks."""
+def test_the_calibration_table_is_drawn_from_its_stored_form():
+    from scanbench.gate.calibration import Calibration, table
+    from scanbench.gate.decide import BaselineFinding, Kind, Outcome, PairedDecision, Verdict
+
+    def verdict(ratio, low, detectable, confirmed):
+        first = PairedDecision(ratio, low, 1e-5, low > 1.02, detectable, 40)
+        again = (first,) if confirmed else ()
+        finding = BaselineFinding(0.02, 1e-5, 0.99, (first, *again))
+        outcome = Outcome.FAIL if confirmed and first.suspect else Outcome.PASS
+        return Verdict(Kind.BASELINE, "t/b/smoke", outcome, baseline=finding)
+
+    same = tuple((verdict(1.0 + i / 100, 0.99, 1.03 + i / 100, False),) for i in range(10))
+    slow = tuple((verdict(1.05, 1.04 - (i == 0) / 10, 1.0, True),) for i in range(10))
+    data = Calibration(10, 1.05, same, slow).to_json()
+    (row,) = summary(data)
+    assert (row.false_alarms, row.suspect_first, row.caught) == (0, 0, 9)
+    assert row.aa_ratio == pytest.approx(1.045) and row.slowed_ratio == 1.05
+    assert row.detectable_median == pytest.approx(1.075)
+    assert row.detectable_p90 == pytest.approx(
+        np.percentile([1.03 + i / 100 for i in range(10)], 90)
+    )
+    text = table(data)
+    assert "| t/b/smoke | 0.02 | 0 of 10 | 0 of 10 | 1.045x | 9 of 10 | 1.050x |" in text
+
+
+def test_a_planted_slowdown_is_extra_work_sized_to_what_it_realizes(monkeypatch):
+    """`serve.slowed`: after each call (waited for), busy iterations; first guessed from
+    the call's CPU time, then rescaled until blocks of slowed calls take F x as long as
+    blocks of plain ones (here each iteration costs twice the wall time the CPU-time
+    guess assumed, so the work is halved)."""
     from scanbench.gate import serve
+
+    done = []
 
     class Timing:
         def sample(self, run, prepared, count, clock=None):
-            return [1e-3] * count  # a 1 ms call
+            done.clear()
+            run(prepared)  # a slowed call runs its busy loop once
+            extra = done[-1] * 2e-8 if done else 0.0  # 20 ns of wall time per iteration
+            return [1e-3 + extra] * count  # a 1 ms call
 
         def call_and_wait(self, run, prepared):
             return run(prepared)
 
-    done = []
     monkeypatch.setattr(serve, "busy", done.append)
     monkeypatch.setattr(serve, "busy_iterations", lambda seconds: round(seconds / 1e-8))
     run = serve.slowed(lambda x: 2 * x, 21, 1.05, Timing())
-    assert run(21) == 42 and done == [5000]  # 0.05 x 1 ms at 10 ns per iteration
+    done.clear()
+    assert run(21) == 42 and done == [2500]  # 0.05 x 1 ms at 20 ns per iteration
     assert serve.slowed(len, None, 1.0, Timing()) is len
 
 
@@ -347,6 +384,8 @@ def test_cli_exit_codes_and_markdown(tmp_path, capsys):
     assert main(["gate", "--gates", gates, "--inject-slowdown", "2"]) == 2
     assert main(["gate", "--gates", gates, "--aa", "1", "--inject-slowdown", "0.5"]) == 2
     assert "--inject-slowdown must be >= 1" in capsys.readouterr().err
+    assert main(["gate", "--gates", gates, "--json", str(tmp_path / "c.json")]) == 2
+    assert "--json only works with --aa" in capsys.readouterr().err
 
 
 def test_markdown_lists_failures_first():

@@ -4,6 +4,7 @@ invariants, ``--against REV`` (interleaved paired comparison) and its self-calib
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ..api import InputError
@@ -33,8 +34,14 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=positive(float, "--inject-slowdown"),
         default=1.0,
         metavar="F",
-        help="(with --aa; for testing the gate) make every call of the candidate side really "
-        "F x slower (extra work per call, F >= 1)",
+        help="(with --aa; for testing the gate) each repetition also measures the candidate "
+        "side made really F x slower (extra work per call, F >= 1): the detection rate",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="(with --aa) store every measurement of the calibration, with the machine and "
+        "date, for the manual's figure",
     )
     parser.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
     parser.add_argument("--md", help="also write the markdown section here")
@@ -60,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     gates = load_gates(args.gates)
     if args.inject_slowdown != 1.0 and not args.aa:
         raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
+    if args.json and not args.aa:
+        raise InputError("--json only works with --aa (it stores the calibration)")
     if args.inject_slowdown < 1.0:
         raise InputError(
             f"--inject-slowdown must be >= 1, got {args.inject_slowdown:g}: the slowdown is "
@@ -76,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     if args.aa:
         calibration = command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
         text, verdicts = calibration_markdown(calibration), []
+        if args.json:
+            write_text_atomic(args.json, json.dumps(stored(calibration, gates), indent=1))
     elif args.against:
         verdicts = command.against(gates, args.against, args.timeout)
         text = markdown(verdicts, f"scanbench gate against {args.against}")
@@ -90,3 +101,19 @@ def run(args: argparse.Namespace) -> int:
         for line in publish(text, verdicts):
             print(line)
     return 1 if failing(verdicts, args.strict) else 0
+
+
+def stored(calibration, gates) -> dict:
+    """What ``--json`` stores: the calibration, the gate's settings, and the machine."""
+    import dataclasses
+
+    from ..environment import collect
+
+    environment = collect(measure_bandwidth=False)
+    keep = ("timestamp", "python", "versions", "cpu_model", "cpu_count", "git_commit")
+    return {
+        "machine": {key: environment.get(key) for key in keep},
+        "settings": dataclasses.asdict(gates.settings),
+        "rules": [dataclasses.asdict(rule) for rule in gates.baselines],
+        "calibration": calibration.to_json(),
+    }

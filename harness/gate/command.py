@@ -7,7 +7,8 @@
   counts file (review its diff like code);
 - ``--against REV``: the ``[[baseline]]`` rules, REV (in a git worktree) vs this checkout,
   interleaved; ``--aa N``: both sides this checkout, N times, to report the false-alarm rate
-  (with ``--inject-slowdown F`` on the candidate side: the detection rate).
+  (with ``--inject-slowdown F``, each time also with the candidate really slowed by F: the
+  detection rate; `scanbench.gate.calibration`).
 """
 
 from __future__ import annotations
@@ -23,13 +24,8 @@ from ..execution.cells import Cell, cell
 from ..execution.launcher import count_cells
 from ..sources import load, resolve
 from ..store import write_text_atomic
-from .decide import (
-    Calibration,
-    Outcome,
-    Verdict,
-    check_counts,
-    count_expectation,
-)
+from .calibration import Calibration
+from .decide import Verdict, check_counts, count_expectation
 from .interleave import Side, compare, invariants, project_root, worktree
 from .rules import BaselineRule, Gates
 
@@ -179,14 +175,17 @@ def calibrate(
     slowdown: float,
     timeout_s: float,
 ) -> Calibration:
-    """`--aa`: this checkout on both sides, ``repetitions`` times."""
+    """`--aa`: this checkout on both sides, ``repetitions`` times; with ``slowdown`` > 1,
+    each repetition then measures the candidate really slowed by it (`--inject-slowdown`)."""
     if not gates.baselines:
         raise InputError(f"{gates.path} declares no [[baseline]] rules to calibrate")
     repository = project_root()
-    sides = {"baseline": Side(repository), "candidate": Side(repository, slowdown)}
+    same = {"baseline": Side(repository), "candidate": Side(repository)}
+    slower = {"baseline": Side(repository), "candidate": Side(repository, slowdown)}
     rules = [named(rule) for rule in gates.baselines]
-    runs = tuple(
-        tuple(compare(rules, sides, gates.settings, timeout_s, rep)) for rep in range(repetitions)
-    )
-    failing = sum(any(v.outcome == Outcome.FAIL for v in verdicts) for verdicts in runs)
-    return Calibration(repetitions, slowdown, failing, runs)
+    verdicts, slowed = [], []
+    for rep in range(repetitions):
+        verdicts.append(tuple(compare(rules, same, gates.settings, timeout_s, 2 * rep)))
+        if slowdown != 1.0:
+            slowed.append(tuple(compare(rules, slower, gates.settings, timeout_s, 2 * rep + 1)))
+    return Calibration(repetitions, slowdown, tuple(verdicts), tuple(slowed))

@@ -137,16 +137,6 @@ class Verdict:
     explain_error: str = ""  # why the facts of a side could not be had
 
 
-@dataclasses.dataclass(frozen=True)
-class Calibration:
-    """How often identical code (or code slowed by ``slowdown``) failed the gate."""
-
-    repetitions: int
-    slowdown: float
-    failing_repetitions: int
-    verdicts: tuple[tuple[Verdict, ...], ...]
-
-
 def find_record(
     records: Iterable[Record],
     scenario: str,

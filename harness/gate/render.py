@@ -8,12 +8,10 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-import numpy as np
-
 from ..counts import KEYS
+from .calibration import Calibration, table
 from .decide import (
     BaselineFinding,
-    Calibration,
     CountFinding,
     Outcome,
     PairedDecision,
@@ -196,42 +194,38 @@ def markdown(verdicts: Sequence[Verdict], title: str = "scanbench gate") -> str:
 
 
 def calibration_markdown(calibration: Calibration) -> str:
-    """The false-alarm (or detection) rate, per rule with the smallest slowdown each
-    measurement could detect, then every repetition."""
-    rate = calibration.failing_repetitions / calibration.repetitions
-    what = (
-        "false alarms (identical code on both sides)"
-        if calibration.slowdown == 1.0
-        else f"detections of an injected {calibration.slowdown:g}x slowdown"
-    )
+    """The false-alarm rate (and, with a planted slowdown, the detection rate), the table
+    per rule (`scanbench.gate.calibration.table`), then every repetition."""
     lines = [
         "## scanbench gate calibration",
         "",
-        f"{what}: **{calibration.failing_repetitions} of {calibration.repetitions}** "
-        f"repetitions ({rate:.0%}); each repetition = every [[baseline]] rule, interleaved, "
-        "with fresh workers and its own seed.",
+        f"false alarms (identical code on both sides): **{calibration.failing_repetitions} "
+        f"of {calibration.repetitions}** repetitions",
+    ]
+    if calibration.slowdown != 1.0:
+        lines += [
+            "",
+            f"detections of a planted {calibration.slowdown:g}x slowdown: "
+            f"**{calibration.detecting_repetitions} of {calibration.repetitions}** repetitions",
+        ]
+    lines += [
         "",
-        "| rule | repetitions failing | first measurement suspect (before confirmation) "
-        "| candidate/baseline (median over first measurements) "
-        "| smallest detectable slowdown (median over repetitions) |",
+        "Each repetition = every [[baseline]] rule, interleaved, with fresh workers and its "
+        "own seed; the smallest slowdown caught is what each A/A measurement could have "
+        "flagged.",
+        "",
+        table(calibration.to_json()),
+        "",
+        "| repetition | code | rule | outcome | numbers |",
         "| --- | --- | --- | --- | --- |",
     ]
-    everything = [v for verdicts in calibration.verdicts for v in verdicts]
-    for rule in dict.fromkeys(v.rule for v in everything):
-        mine = [v for v in everything if v.rule == rule]
-        failing = sum(v.outcome == Outcome.FAIL for v in mine)
-        firsts = [v.baseline.measurements[0] for v in mine if v.baseline is not None]
-        suspect = sum(first.suspect for first in firsts)
-        ratio = f"{float(np.median([f.ratio for f in firsts])):.3f}x" if firsts else "-"
-        detectable = [first.detectable for first in firsts]
-        smallest = f"{float(np.median(detectable)):.3f}x" if detectable else "-"
-        lines.append(
-            f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} | {ratio} "
-            f"| {smallest} |"
-        )
-    lines += ["", "| repetition | rule | outcome | numbers |", "| --- | --- | --- | --- |"]
-    for index, verdicts in enumerate(calibration.verdicts):
-        lines += [f"| {index} | {v.rule} | {v.outcome} | {_cell(describe(v))} |" for v in verdicts]
+    planted = f"slowed {calibration.slowdown:g}x"
+    for kind, runs in (("identical", calibration.verdicts), (planted, calibration.slowed)):
+        for index, verdicts in enumerate(runs):
+            lines += [
+                f"| {index} | {kind} | {v.rule} | {v.outcome} | {_cell(describe(v))} |"
+                for v in verdicts
+            ]
     return "\n".join([*lines, ""])
 
 

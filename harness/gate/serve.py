@@ -100,7 +100,8 @@ def measured_package() -> str:
     return getattr(module, "__file__", "") or ""
 
 
-SIZING_S = 0.2  # calls timed to size a planted slowdown (at least 5, at most 1000)
+SIZING_S = 0.1  # a block of calls while a planted slowdown is sized (at least 5 calls)
+SIZING_ROUNDS = 4
 
 
 def busy(iterations: int) -> int:
@@ -133,19 +134,32 @@ def busy_iterations(seconds: float, clock=None) -> int:
     return iterations
 
 
+def realized(run, slower, prepared, count: int, timing) -> float:
+    """This worker's slowed calls over its plain ones: blocks of ``count`` calls in the
+    order plain, slowed, slowed, plain (drift cancels), each median taken over both."""
+    import statistics
+
+    plain, slow = [], []
+    for calls in (run, slower, slower, run):
+        (plain if calls is run else slow).extend(timing.sample(calls, prepared, count))
+    return statistics.median(slow) / statistics.median(plain)
+
+
 def slowed(run, prepared, factor: float, timing):
     """``run`` made really ``factor`` x slower (test-only: the gate's detection rate):
-    after each call's output is ready, a fixed number of `busy` iterations worth
-    (factor - 1) x the call's CPU time (the median over about `SIZING_S` seconds of this
-    worker's calls, timed by ``time.process_time`` before the timed blocks).
+    after each call's output is ready, a fixed number of `busy` iterations, sized before
+    the timed blocks so that this worker's calls take ``factor`` x as long as its plain
+    calls, in wall time, as the gate measures them.
 
-    The candidate side then really does that much more work per call on the same pinned
-    CPU, timed by the same loop. It is sized in CPU time, not wall time, so that a call
-    preempted by another process while it was sized does not plant more work than asked.
-    The wall-time slowdown it realizes is what the gate must see, and the calibration
-    reports it (the median ratio of the planted repetitions): on a busy machine, a longer
-    call is preempted more often, and more work between calls can change how fast the
-    next call runs."""
+    The first guess is (factor - 1) x the call's CPU time (`busy_iterations`); then, for
+    `SIZING_ROUNDS` rounds, blocks of plain and slowed calls are timed (`realized`) and
+    the iterations rescaled by what was planted over what was realized. Measuring the
+    effect, not only the work, matters: extra host work between calls changes how fast
+    the next call runs (XLA:CPU's idle threads, the caches), and on a busy machine a
+    longer call is preempted more often, so the same work realized 1.10x for an asked
+    1.05x on one cell and half of it on another. The candidate side then really runs
+    slower, on the same pinned CPU, timed by the same loop; the calibration reports the
+    ratio the gate measured beside ``factor``."""
     import statistics
     import time
 
@@ -161,6 +175,10 @@ def slowed(run, prepared, factor: float, timing):
         busy(iterations)
         return output
 
+    for _ in range(SIZING_ROUNDS):
+        excess = realized(run, slower, prepared, count, timing) - 1.0
+        scale = (factor - 1.0) / excess if excess > 0 else 4.0
+        iterations = max(1, round(iterations * min(4.0, max(0.25, scale))))
     return slower
 
 
@@ -213,7 +231,10 @@ def serve(spec: dict, scenario, channel) -> None:
     check = getattr(checks, "check_of", lambda s, b, p: s.check)(scenario, backend, prepared)
     checks.checked_error(check, to_reference(output), expected, dtype)
     call = slowed(backend.run, prepared, float(spec.get("slowdown", 1.0)), timing)
-    (warm_s,) = timing.sample(call, prepared, 1)  # warm-up, timed: sizes the blocks
+    # warm-up, timed: sizes the blocks (the median of the last 3 of 5: the first calls
+    # after a compile are slower, and one call preempted on a busy machine made a block
+    # of 11 calls where 75 fill it)
+    warm_s = sorted(timing.sample(call, prepared, 5)[2:])[1]
     versions = {"jax": jax_version(), "jaxlib": jaxlib_version(), "python": sys.version.split()[0]}
     reply = {
         "ready": True,
