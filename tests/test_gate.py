@@ -229,9 +229,9 @@ def toy_gates(tmp_path: Path, **settings) -> Path:
     return path
 
 
-def test_real_workers_detect_a_planted_2x_slowdown_and_pass_aa(tmp_path):
+def test_real_workers_detect_a_planted_3x_slowdown_and_pass_aa(tmp_path):
     gates = load_gates(toy_gates(tmp_path))
-    calibration = calibrate(gates, repetitions=1, slowdown=2.0, timeout_s=120)
+    calibration = calibrate(gates, repetitions=1, slowdown=3.0, timeout_s=120)
     assert calibration.detecting_repetitions == 1
     ((verdict,),) = calibration.slowed
     assert "confirming re-run" in describe(verdict)
@@ -240,7 +240,7 @@ def test_real_workers_detect_a_planted_2x_slowdown_and_pass_aa(tmp_path):
     text = calibration_markdown(calibration)
     assert calibration.failing_repetitions == 0, text
     assert "false alarms (identical code on both sides): **0 of 1**" in text
-    assert "detections of a planted 2x slowdown: **1 of 1**" in text
+    assert "detections of a planted 3x slowdown: **1 of 1**" in text
     (row,) = summary(calibration.to_json())
     assert (row.false_alarms, row.caught, row.repetitions) == (0, 1, 1)
     assert row.slowed_ratio > 1.5 and 0.8 < row.aa_ratio < 1.25
