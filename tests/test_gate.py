@@ -149,6 +149,20 @@ def test_within_invariant_is_an_upper_bound():
     assert measure_invariant(within, *paired_blocks(2.0, 0.02), 0.99).outcome == "fail"
 
 
+def test_the_added_time_is_paired_as_the_ratios_are():
+    """The floor is checked on the median of the per-block differences, paired as the
+    ratios are (the two sides' pooled medians are not: on this VM they once read -11 us
+    for a planted slowdown whose per-block differences were +19 us)."""
+    rng = np.random.default_rng(8)
+    speed = rng.choice([1.0, 3.0], size=40)  # each block on a fast or a slow machine
+    base = [list(1e-3 * s * (1 + 0.01 * rng.standard_normal(5))) for s in speed]
+    cand = [list(1.05e-3 * s * (1 + 0.01 * rng.standard_normal(5))) for s in speed]
+    decision = paired_decision(base, cand, 0.01, 2e-6, 0.99)
+    per_block = [np.median(c) - np.median(b) for b, c in zip(base, cand, strict=True)]
+    assert decision.difference_s == pytest.approx(np.median(per_block))
+    assert decision.suspect and decision.ratio == pytest.approx(1.05, abs=0.01)
+
+
 def test_too_few_blocks_decide_nothing():
     """7 blocks give a one-sided 99% bound but no two-sided one: the invariant stays
     inconclusive, however far from its threshold."""
