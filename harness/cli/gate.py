@@ -1,5 +1,6 @@
-"""``scanbench gate``: the regression gate over a gate file: exact counts, same-run
-invariants, ``--against REV`` (interleaved paired comparison) and its self-calibration."""
+"""``scanbench gate``: the regression gate over a gate file: exact counts, invariants
+between two backends and ``--against REV`` (both interleaved, paired) and its
+self-calibration."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..api import InputError
 from ..store import load_run, write_text_atomic
 from .options import positive
 
-HELP = "regression gate: exact counts, same-run invariants, --against REV"
+HELP = "regression gate: exact counts, interleaved invariants, --against REV"
 DEFAULT_GATES = "gate/gates.toml"
 
 
