@@ -19,8 +19,8 @@ from scanbench.gate.command import calibrate
 from scanbench.gate.decide import (
     check_counts,
     count_expectation,
+    invariant_finding,
     invariant_verdict,
-    measure_invariant,
     paired_decision,
 )
 from scanbench.gate.interleave import SIDES, interleaved_blocks, schedule
@@ -124,7 +124,7 @@ def paired_blocks(ratio: float, spread: float, blocks: int = 40, seed: int = 1):
 )
 def test_invariant_decides_on_the_interval_of_the_per_block_ratios(ratio, spread, outcome):
     slow, fast = paired_blocks(ratio, spread)
-    finding = measure_invariant(INVARIANT, slow, fast, confidence=0.99)
+    finding = invariant_finding(INVARIANT, slow, fast, confidence=0.99)
     assert finding.outcome == outcome, finding
     assert finding.blocks == 40 and finding.slower_samples == finding.faster_samples == 200
     # the interval is the order-statistic one of the per-block ratios, drift cancelled
@@ -133,8 +133,8 @@ def test_invariant_decides_on_the_interval_of_the_per_block_ratios(ratio, spread
 
 
 def test_an_invariant_fails_only_when_its_re_run_fails_too():
-    failing = measure_invariant(INVARIANT, *paired_blocks(1.2, 0.02), 0.99)
-    passing = measure_invariant(INVARIANT, *paired_blocks(3.0, 0.02), 0.99)
+    failing = invariant_finding(INVARIANT, *paired_blocks(1.2, 0.02), 0.99)
+    passing = invariant_finding(INVARIANT, *paired_blocks(3.0, 0.02), 0.99)
     assert invariant_verdict("r", [failing, failing]).outcome == "fail"
     disagree = invariant_verdict("r", [failing, passing])
     assert disagree.outcome == "inconclusive" and disagree.ratios == (failing, passing)
@@ -145,8 +145,8 @@ def test_an_invariant_fails_only_when_its_re_run_fails_too():
 
 def test_within_invariant_is_an_upper_bound():
     within = Invariant("s", "smoke", faster="fast", slower="slow", within=1.5)
-    assert measure_invariant(within, *paired_blocks(1.2, 0.02), 0.99).outcome == "pass"
-    assert measure_invariant(within, *paired_blocks(2.0, 0.02), 0.99).outcome == "fail"
+    assert invariant_finding(within, *paired_blocks(1.2, 0.02), 0.99).outcome == "pass"
+    assert invariant_finding(within, *paired_blocks(2.0, 0.02), 0.99).outcome == "fail"
 
 
 def test_the_added_time_is_paired_as_the_ratios_are():
@@ -166,7 +166,7 @@ def test_the_added_time_is_paired_as_the_ratios_are():
 def test_too_few_blocks_decide_nothing():
     """7 blocks give a one-sided 99% bound but no two-sided one: the invariant stays
     inconclusive, however far from its threshold."""
-    finding = measure_invariant(INVARIANT, *paired_blocks(3.0, 0.0, blocks=7), 0.99)
+    finding = invariant_finding(INVARIANT, *paired_blocks(3.0, 0.0, blocks=7), 0.99)
     assert finding.outcome == "inconclusive" and finding.low == -np.inf
     slow, fast = paired_blocks(3.0, 0.0, blocks=6)
     decision = paired_decision(fast, slow, 0.05, 0.0, 0.99)

@@ -1,4 +1,4 @@
-"""Regression gate decisions: counts exact, times only on same-run comparisons.
+"""Regression gate decisions: counts exact, times only on interleaved comparisons.
 
 Pure functions over stored records and sample arrays, returning numbers: a `Verdict`
 holds the rule, its `Outcome` and the findings behind it (per count, the ratio intervals of
@@ -227,7 +227,7 @@ def block_ratios(
     return cand / base
 
 
-def measure_invariant(
+def invariant_finding(
     invariant: Invariant,
     slower_blocks: Sequence[Sequence[float]],
     faster_blocks: Sequence[Sequence[float]],

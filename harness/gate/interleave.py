@@ -5,7 +5,7 @@ an invariant (`invariants`).
 On a shared machine the speed drifts by 0.3x-3x between moments, so the two sides are
 measured alternately: per block, each side's warm worker takes a few timed calls, in an
 order drawn from a seeded generator. Each block gives a paired ratio; `scanbench.gate.decide`
-decides from those (`paired_decision`, `measure_invariant`), and a suspect cell or a
+decides from those (`paired_decision`, `invariant_finding`), and a suspect cell or a
 failing invariant is re-measured in fresh processes before it fails.
 """
 
@@ -34,8 +34,8 @@ from .decide import (
     PairedDecision,
     Verdict,
     baseline_verdict,
+    invariant_finding,
     invariant_verdict,
-    measure_invariant,
     paired_decision,
 )
 from .explain import Difference, Facts, differences
@@ -367,7 +367,7 @@ def invariants(
 ) -> list[Verdict]:
     """One verdict per invariant: its two backends (the code under ``root``) interleaved
     in blocks, each taking enough calls per block to fill ``block_time_s``, decided on the
-    per-block ratios slower / faster (`scanbench.gate.decide.measure_invariant`); a
+    per-block ratios slower / faster (`scanbench.gate.decide.invariant_finding`); a
     failing measurement is re-measured in fresh processes and fails only if it fails
     again. A cell that cannot be measured (a wrong output, a crash) fails its rule."""
     side = Side(root, home=root)
@@ -383,7 +383,7 @@ def invariants(
                 blocks = measure_cells(
                     cells, sides, own, attempt_seed, timeout_s, own_block_sizes=True
                 ).blocks
-                finding = measure_invariant(
+                finding = invariant_finding(
                     rule, blocks["candidate"], blocks["baseline"], own.confidence
                 )
                 findings.append(finding)
