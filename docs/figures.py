@@ -28,6 +28,9 @@ Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 - ``at-scale``: the at-scale estimate measured by ``docs/at_scale.py`` (its own JSON);
 - ``harness-speed``: the wall times of scanbench's own main jobs and their split,
   measured by ``docs/harness_speed.py`` (``nox -s perf``, its own JSON).
+- ``gate-calibration``: the gate's calibration table from a ``scanbench gate --aa N
+  --inject-slowdown F --json PATH`` file (false alarms, detections, smallest slowdown
+  caught, per ``[[baseline]]`` rule).
 """
 
 from __future__ import annotations
@@ -262,6 +265,24 @@ def at_scale(path: Path) -> str:
         f"\n\n*By `docs/at_scale.py` on {env.get('cpu_model', '?')} "
         f"({env.get('cpu_count', '?')} cores), jax {(env.get('versions') or {}).get('jax')}, "
         f"{when}; the queue wait is the cluster's, not measured here.*"
+
+
+def gate_calibration(path: Path) -> str:
+    """The calibration table of a ``scanbench gate --aa --json`` file, with its machine
+    and date."""
+    from scanbench.gate.calibration import table
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    machine = data["machine"]
+    relative = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+    settings = data["settings"]
+    repetitions = data["calibration"]["repetitions"]
+    return (
+        f"{table(data['calibration'])}\n\n*From `{relative}`: {repetitions} repetitions of "
+        f"each rule at confidence {settings['confidence']:g}, {settings['blocks']} blocks "
+        f"(unless a rule says), {machine.get('cpu_model', '?')} "
+        f"({machine.get('cpu_count', '?')} cores), jax "
+        f"{(machine.get('versions') or {}).get('jax')}, recorded {machine.get('timestamp')}.*"
     )
 
 
@@ -273,6 +294,8 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
         import harness_speed
 
         return harness_speed.render(json.loads(path.read_text(encoding="utf-8")))
+    if name == "gate-calibration":
+        return gate_calibration(path)
     run = load_run(path)
     if name == "calibration":
         body = calibration(run)

@@ -9,8 +9,9 @@ moment its result is ready. Backends built by `scanbench.factories` also wait in
 
 The clock and the "wait for the result" function are parameters so that the logic is
 tested with a fake clock (as pyperf does) instead of wall-clock asserts. This module
-imports nothing of scanbench but `scanbench.api` and `scanbench.sampling` (its settings),
-so `scanbench.gate.serve` can load the candidate's copy by path inside a baseline checkout.
+imports nothing of scanbench but `scanbench.api`, `scanbench.sampling` (its settings) and
+`scanbench.statistics` (NumPy and ``scipy.special`` only), so `scanbench.gate.serve` can
+load the candidate's copy by path inside a baseline checkout.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .sampling import TimingConfig
+from .statistics import median_interval
 
 Clock = Callable[[], float]
 
@@ -94,36 +96,20 @@ def time_call(
     return output, clock() - start
 
 
-def median_interval_indices(count: int, confidence: float) -> tuple[int, int]:
-    """0-based indices into the sorted samples of the two-sided distribution-free interval
-    of the median (binomial order statistics), exactly as
-    ``scipy.stats.quantile_test(x, p=0.5).confidence_interval(confidence)`` picks them
-    (tested equal for n = 2..1000); an index below 0 or at/above ``count`` means no bound.
-
-    Computed from the binomial CDF of ``scipy.special`` because ``scipy.stats`` costs a
-    cell worker ~0.9 s of imports (measured after jax), for every cell."""
-    from scipy.special import bdtr, bdtrc
-
-    alpha = (1.0 - confidence) / 2.0
-    k = np.arange(count + 1)
-    low = int(np.searchsorted(bdtr(k, count, 0.5), alpha, side="left"))  # binom.ppf(alpha)
-    beyond = bdtrc(k, count, 0.5) <= alpha  # binom.isf(alpha): first k with SF <= alpha
-    high = int(np.argmax(beyond)) if beyond.any() else count + 1
-    return low - 1, high
-
-
 def relative_width(samples: Sequence[float], confidence: float) -> float | None:
-    """(high - low) / median of the distribution-free interval of the median (binomial
-    order statistics, as ``scipy.stats.quantile_test``); None when there are too few
-    samples for an interval at this confidence (fewer than 6 at 95%)."""
-    values = np.sort(np.asarray(samples, dtype=np.float64))
+    """(high - low) / median of the distribution-free interval of the median
+    (`scanbench.statistics.median_interval`: binomial order statistics, as
+    ``scipy.stats.quantile_test``); None when there are too few samples for an interval at
+    this confidence (fewer than 6 at 95%). The record stores this same interval
+    (`scanbench.statistics.summarize`), so the stop rule and the stored figure agree."""
+    values = np.asarray(samples, dtype=np.float64)
+    if len(values) < 2:
+        return None
     median = float(np.median(values))
-    if len(values) < 2 or median <= 0:
+    low, high = median_interval(values, confidence)
+    if median <= 0 or not (np.isfinite(low) and np.isfinite(high)):
         return None
-    low, high = median_interval_indices(len(values), confidence)
-    if low < 0 or high >= len(values):
-        return None
-    return float(values[high] - values[low]) / median
+    return (high - low) / median
 
 
 def repeat(

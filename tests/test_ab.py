@@ -31,7 +31,7 @@ def quick_gates(tmp_path):
     import tomli_w
 
     path = tmp_path / "gates.toml"
-    settings = {"blocks": 6, "samples_per_block": 5, "worker_pairs": 1}
+    settings = {"blocks": 8, "samples_per_block": 5, "worker_pairs": 1}
     path.write_text(tomli_w.dumps({"settings": settings}))
     return str(path)
 

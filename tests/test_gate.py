@@ -1,5 +1,6 @@
-"""The regression gate: exact count rules that name the culprit, invariants decided on
-bootstrap intervals, the seeded interleaving scheduler, A/A and injected slowdowns."""
+"""The regression gate: exact count rules that name the culprit, invariants and baseline
+comparisons decided on exact intervals of interleaved per-block ratios, the seeded
+interleaving scheduler, A/A and planted slowdowns."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import tomli_w
 
 from scanbench.api import InputError, UnknownNameError
 from scanbench.cli.main import main
+from scanbench.gate.calibration import summary
 from scanbench.gate.command import calibrate
 from scanbench.gate.decide import (
     check_counts,
-    check_invariants,
     count_expectation,
-    decide_invariant,
+    invariant_finding,
+    invariant_verdict,
     paired_decision,
 )
 from scanbench.gate.interleave import SIDES, interleaved_blocks, schedule
@@ -106,42 +108,69 @@ def test_a_failed_or_missing_cell_fails_its_count_rule(tmp_path):
 INVARIANT = Invariant("s", "smoke", faster="fast", slower="slow", factor=2.0)
 
 
+def paired_blocks(ratio: float, spread: float, blocks: int = 40, seed: int = 1):
+    """Interleaved blocks of a fast cell and one ``ratio`` x slower, with a drift both
+    share (the machine) and per-call noise of ``spread``."""
+    rng = np.random.default_rng(seed)
+    drift = 1 + np.linspace(0, 2, blocks)  # the machine slows 3x over the run
+    fast = [list(1e-3 * d * (1 + spread * rng.standard_normal(5))) for d in drift]
+    slow = [list(ratio * 1e-3 * d * (1 + spread * rng.standard_normal(5))) for d in drift]
+    return slow, fast
+
+
 @pytest.mark.parametrize(
     ("ratio", "spread", "outcome"),
     [(3.0, 0.02, "pass"), (1.2, 0.02, "fail"), (2.0, 0.5, "inconclusive")],
 )
-def test_invariant_decides_on_the_interval(ratio, spread, outcome):
-    rng = np.random.default_rng(1)
-    fast = 1e-3 * (1 + spread * rng.standard_normal(40))
-    slow = ratio * 1e-3 * (1 + spread * rng.standard_normal(40))
-    verdict = decide_invariant(INVARIANT, slow, fast, confidence=0.99, seed=0)
-    assert verdict.outcome == outcome, describe(verdict)
+def test_invariant_decides_on_the_interval_of_the_per_block_ratios(ratio, spread, outcome):
+    slow, fast = paired_blocks(ratio, spread)
+    finding = invariant_finding(INVARIANT, slow, fast, confidence=0.99)
+    assert finding.outcome == outcome, finding
+    assert finding.blocks == 40 and finding.slower_samples == finding.faster_samples == 200
+    # the interval is the order-statistic one of the per-block ratios, drift cancelled
+    ratios = sorted(np.median(s) / np.median(f) for s, f in zip(slow, fast, strict=True))
+    assert (finding.low, finding.high) == (ratios[11], ratios[28])  # 99%, 40 blocks
 
 
-def test_an_invariant_compares_whole_calls_of_a_cell_measured_in_part():
-    """A loop measured on 1 of 8 generations stores the reduced call's samples and the
-    factor: 8 x its samples, not the samples, are compared with the scan's."""
-    from scanbench.api import Record
-
-    rng = np.random.default_rng(3)
-    fast = list(1e-3 * (1 + 0.02 * rng.standard_normal(40)))
-    part = list(0.5e-3 * (1 + 0.02 * rng.standard_normal(40)))  # 1/8 of a 4 ms call
-    scaled = {"scaled": {"along": "generations", "measured": 1, "full": 8, "factor": 8.0}}
-    records = [
-        Record("s", "fast", "scanned", "jax", "smoke", "float32", 0, "ok", samples_s=tuple(fast)),
-        Record("s", "slow", "sequential", "jax", "smoke", "float32", 0, "ok",
-               samples_s=tuple(part), sampling=scaled),
-    ]  # fmt: skip
-    (verdict,) = check_invariants([INVARIANT], records, confidence=0.99, seed=0)
-    assert verdict.outcome == "pass", describe(verdict)  # 4x, not 0.5x
+def test_an_invariant_fails_only_when_its_re_run_fails_too():
+    failing = invariant_finding(INVARIANT, *paired_blocks(1.2, 0.02), 0.99)
+    passing = invariant_finding(INVARIANT, *paired_blocks(3.0, 0.02), 0.99)
+    assert invariant_verdict("r", [failing, failing]).outcome == "fail"
+    disagree = invariant_verdict("r", [failing, passing])
+    assert disagree.outcome == "inconclusive" and disagree.ratios == (failing, passing)
+    text = describe(disagree)
+    assert "40 interleaved blocks" in text and "confirming re-run" in text, text
+    assert invariant_verdict("r", [passing]).outcome == "pass"
 
 
 def test_within_invariant_is_an_upper_bound():
     within = Invariant("s", "smoke", faster="fast", slower="slow", within=1.5)
-    rng = np.random.default_rng(2)
-    fast = 1e-3 * (1 + 0.02 * rng.standard_normal(40))
-    assert decide_invariant(within, 1.2 * fast, fast, 0.99, 0).outcome == "pass"
-    assert decide_invariant(within, 2.0 * fast, fast, 0.99, 0).outcome == "fail"
+    assert invariant_finding(within, *paired_blocks(1.2, 0.02), 0.99).outcome == "pass"
+    assert invariant_finding(within, *paired_blocks(2.0, 0.02), 0.99).outcome == "fail"
+
+
+def test_the_added_time_is_paired_as_the_ratios_are():
+    """The floor is checked on the median of the per-block differences, paired as the
+    ratios are (the two sides' pooled medians are not: on this VM they once read -11 us
+    for a planted slowdown whose per-block differences were +19 us)."""
+    rng = np.random.default_rng(8)
+    speed = rng.choice([1.0, 3.0], size=40)  # each block on a fast or a slow machine
+    base = [list(1e-3 * s * (1 + 0.01 * rng.standard_normal(5))) for s in speed]
+    cand = [list(1.05e-3 * s * (1 + 0.01 * rng.standard_normal(5))) for s in speed]
+    decision = paired_decision(base, cand, 0.01, 2e-6, 0.99)
+    per_block = [np.median(c) - np.median(b) for b, c in zip(base, cand, strict=True)]
+    assert decision.difference_s == pytest.approx(np.median(per_block))
+    assert decision.suspect and decision.ratio == pytest.approx(1.05, abs=0.01)
+
+
+def test_too_few_blocks_decide_nothing():
+    """7 blocks give a one-sided 99% bound but no two-sided one: the invariant stays
+    inconclusive, however far from its threshold."""
+    finding = invariant_finding(INVARIANT, *paired_blocks(3.0, 0.0, blocks=7), 0.99)
+    assert finding.outcome == "inconclusive" and finding.low == -np.inf
+    slow, fast = paired_blocks(3.0, 0.0, blocks=6)
+    decision = paired_decision(fast, slow, 0.05, 0.0, 0.99)
+    assert decision.low == -np.inf and not decision.suspect and decision.detectable == np.inf
 
 
 def test_scheduler_alternates_both_sides_in_seeded_random_order():
@@ -181,7 +210,7 @@ def test_aa_on_a_deterministic_fake_backend_never_fails():
         blocks = interleaved_blocks(
             {side: machine.samples for side in SIDES}, blocks=20, per_block=5, seed=seed
         )
-        decision = paired_decision(blocks["baseline"], blocks["candidate"], 0.10, 10e-6, 0.99, seed)
+        decision = paired_decision(blocks["baseline"], blocks["candidate"], 0.10, 10e-6, 0.99)
         assert not decision.suspect and 0.9 < decision.ratio < 1.1
 
 
@@ -190,10 +219,16 @@ def test_a_slowdown_of_one_side_is_suspect():
     blocks = interleaved_blocks(
         {"baseline": base.samples, "candidate": cand.samples}, blocks=20, per_block=5, seed=0
     )
-    decision = paired_decision(blocks["baseline"], blocks["candidate"], 0.10, 10e-6, 0.99, 0)
+    decision = paired_decision(blocks["baseline"], blocks["candidate"], 0.10, 10e-6, 0.99)
     assert decision.suspect and decision.low > 1.1
+    # the lower bound is the 5th smallest of the 20 per-block ratios (one-sided 99%)
+    ratios = sorted(
+        np.median(c) / np.median(b)
+        for b, c in zip(blocks["baseline"], blocks["candidate"], strict=True)
+    )
+    assert decision.low == ratios[4] and decision.blocks == 20
     # the same slowdown below the absolute floor is not
-    below = paired_decision(blocks["baseline"], blocks["candidate"], 0.10, 1.0, 0.99, 0)
+    below = paired_decision(blocks["baseline"], blocks["candidate"], 0.10, 1.0, 0.99)
     assert not below.suspect
 
 
@@ -208,15 +243,108 @@ def toy_gates(tmp_path: Path, **settings) -> Path:
     return path
 
 
-def test_real_workers_detect_an_injected_2x_slowdown_and_pass_aa(tmp_path):
+def test_real_workers_detect_a_planted_3x_slowdown_and_pass_aa(tmp_path):
     gates = load_gates(toy_gates(tmp_path))
-    slowed = calibrate(gates, repetitions=1, slowdown=2.0, timeout_s=120)
-    assert slowed.failing_repetitions == 1
-    (verdict,) = slowed.verdicts[0]
+    calibration = calibrate(gates, repetitions=1, slowdown=3.0, timeout_s=120)
+    assert calibration.detecting_repetitions == 1
+    ((verdict,),) = calibration.slowed
     assert "confirming re-run" in describe(verdict)
-    same = calibrate(gates, repetitions=1, slowdown=1.0, timeout_s=120)
-    assert same.failing_repetitions == 0, calibration_markdown(same)
-    assert "false alarms (identical code on both sides): **0 of 1**" in calibration_markdown(same)
+    # the candidate really ran slower: the paired ratio is measured, not multiplied in
+    assert all(m.ratio > 1.5 for m in verdict.baseline.measurements), describe(verdict)
+    text = calibration_markdown(calibration)
+    assert calibration.failing_repetitions == 0, text
+    assert "false alarms (identical code on both sides): **0 of 1**" in text
+    assert "detections of a planted 3x slowdown: **1 of 1**" in text
+    (row,) = summary(calibration.to_json())
+    assert (row.false_alarms, row.caught, row.repetitions) == (0, 1, 1)
+    assert row.slowed_ratio > 1.5 and 0.8 < row.aa_ratio < 1.25
+
+
+def test_the_calibration_table_is_drawn_from_its_stored_form():
+    from scanbench.gate.calibration import Calibration, table
+    from scanbench.gate.decide import BaselineFinding, Kind, Outcome, PairedDecision, Verdict
+
+    def verdict(ratio, low, detectable, confirmed):
+        first = PairedDecision(ratio, low, 1e-5, low > 1.02, detectable, 40)
+        again = (first,) if confirmed else ()
+        finding = BaselineFinding(0.02, 1e-5, 0.99, (first, *again))
+        outcome = Outcome.FAIL if confirmed and first.suspect else Outcome.PASS
+        return Verdict(Kind.BASELINE, "t/b/smoke", outcome, baseline=finding)
+
+    same = tuple((verdict(1.0 + i / 100, 0.99, 1.03 + i / 100, False),) for i in range(10))
+    slow = tuple((verdict(1.05, 1.04 - (i == 0) / 10, 1.0, True),) for i in range(10))
+    data = Calibration(10, 1.05, same, slow).to_json()
+    (row,) = summary(data)
+    assert (row.false_alarms, row.suspect_first, row.caught) == (0, 0, 9)
+    assert row.aa_ratio == pytest.approx(1.045) and row.slowed_ratio == 1.05
+    assert row.detectable_median == pytest.approx(1.075)
+    assert row.detectable_p90 == pytest.approx(
+        np.percentile([1.03 + i / 100 for i in range(10)], 90)
+    )
+    text = table(data)
+    assert "| t/b/smoke | 0.02 | 0 of 10 | 0 of 10 | 1.045x | 9 of 10 | 1.050x |" in text
+
+
+def test_a_planted_slowdown_is_extra_work_sized_to_what_it_realizes(monkeypatch):
+    """`serve.slowed`: after each call (waited for), busy iterations; first guessed from
+    the call's CPU time, then rescaled until blocks of slowed calls take F x as long as
+    blocks of plain ones (here each iteration costs twice the wall time the CPU-time
+    guess assumed, so the work is halved)."""
+    from scanbench.gate import serve
+
+    done = []
+
+    class Timing:
+        def sample(self, run, prepared, count, clock=None):
+            done.clear()
+            run(prepared)  # a slowed call runs its busy loop once
+            extra = done[-1] * 2e-8 if done else 0.0  # 20 ns of wall time per iteration
+            return [1e-3 + extra] * count  # a 1 ms call
+
+        def call_and_wait(self, run, prepared):
+            return run(prepared)
+
+    monkeypatch.setattr(serve, "busy", done.append)
+    monkeypatch.setattr(serve, "busy_iterations", lambda seconds: round(seconds / 1e-8))
+    run = serve.slowed(lambda x: 2 * x, 21, 1.05, Timing())
+    done.clear()
+    assert run(21) == 42 and done == [2500]  # 0.05 x 1 ms at 20 ns per iteration
+    assert serve.slowed(len, None, 1.0, Timing()) is len
+
+
+def test_busy_work_is_counted_in_iterations():
+    from scanbench.gate import serve
+
+    assert serve.busy(5) == 1
+    ticks = iter(range(10**6))
+    # every timing reads 3 ms: 1,000 iterations -> 2 ms wanted -> 667 -> 445 -> 297
+    assert serve.busy_iterations(2e-3, clock=lambda: next(ticks) * 3e-3) == 297
+
+
+def test_invariants_are_measured_interleaved_in_fresh_workers(tmp_path):
+    """A cell whose result is ready 50 ms after its 1 ms of work, against the 1 ms cell
+    alone, interleaved: per-block ratios of about 50; a wrong cell fails its rule with
+    the check's message, and a --results run is not what decides an invariant."""
+    invariant = {"scenario": f"{TOY}:SCENARIO", "size": "large", "faster": "good"}
+    gates = {
+        "settings": {"blocks": 8, "samples_per_block": 3, "block_time_s": 0.0},
+        "invariant": [
+            {**invariant, "slower": "delayed", "factor": 5.0, "worker_pairs": 1},
+            {**invariant, "slower": "delayed", "within": 5.0, "worker_pairs": 1},
+            {**invariant, "slower": "wrong", "factor": 1.0, "worker_pairs": 1},
+        ],
+    }
+    path = tmp_path / "gates.toml"
+    path.write_text(tomli_w.dumps(gates))
+    md = tmp_path / "gate.md"
+    assert main(["gate", "--gates", str(path), "--md", str(md)]) == 1
+    rows = {line.split(" | ")[2]: line for line in md.read_text().splitlines() if "|" in line}
+    factor = rows["toy/large: good >= 5x faster than delayed"]
+    assert factor.startswith("| pass |") and "(8 interleaved blocks, 24 and 24 samples)" in factor
+    within = rows["toy/large: delayed within 5x of good"]
+    assert within.startswith("| fail |") and "confirming re-run" in within, within
+    wrong = rows["toy/large: good >= 1x faster than wrong"]
+    assert wrong.startswith("| fail |") and "MismatchError" in wrong, wrong
 
 
 @pytest.mark.parametrize(
@@ -232,6 +360,12 @@ def test_real_workers_detect_an_injected_2x_slowdown_and_pass_aa(tmp_path):
             "give exactly one of 'factor' (at least) or 'within' (at most)",
         ),
         ("[settings\n", InputError, "not valid TOML"),
+        (
+            "[settings]\nblocks = 5\n",
+            InputError,
+            "[settings] blocks = 5: too few blocks to bound a median ratio at confidence "
+            "0.99; give at least 8",
+        ),
     ],
 )
 def test_gate_file_errors_name_the_field(tmp_path, text, error, message):
@@ -262,6 +396,10 @@ def test_cli_exit_codes_and_markdown(tmp_path, capsys):
     assert main(["gate", "--gates", str(tmp_path / "missing.toml")]) == 2
     assert "cannot read gate file" in capsys.readouterr().err
     assert main(["gate", "--gates", gates, "--inject-slowdown", "2"]) == 2
+    assert main(["gate", "--gates", gates, "--aa", "1", "--inject-slowdown", "0.5"]) == 2
+    assert "--inject-slowdown must be >= 1" in capsys.readouterr().err
+    assert main(["gate", "--gates", gates, "--json", str(tmp_path / "c.json")]) == 2
+    assert "--json only works with --aa" in capsys.readouterr().err
 
 
 def test_markdown_lists_failures_first():
@@ -276,7 +414,7 @@ def test_markdown_lists_failures_first():
 
 def test_against_head_builds_a_worktree_and_compares(tmp_path):
     gates = {
-        "settings": {"blocks": 4, "samples_per_block": 3},
+        "settings": {"blocks": 8, "samples_per_block": 3},
         "baseline": [{"scenario": "tridiagonal", "backend": "numba-serial", "size": "smoke"}],
     }
     path = tmp_path / "gates.toml"

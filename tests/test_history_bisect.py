@@ -291,7 +291,7 @@ def test_a_bisect_takes_the_cell_s_own_baseline_rule_from_the_gate_file(tmp_path
     gates.write_text(
         "[settings]\ndelta = 0.1\nfloor_s = 2e-5\n\n"
         '[[baseline]]\nscenario = "tridiagonal"\nbackend = "sequential-jax"\nsize = "smoke"\n'
-        "delta = 0.3\nfloor_s = 5e-5\nworker_pairs = 3\nblocks = 7\n"
+        "delta = 0.3\nfloor_s = 5e-5\nworker_pairs = 3\nblocks = 8\n"
     )
 
     def rule_of(cell: str, *more: str) -> BaselineRule:
@@ -299,7 +299,7 @@ def test_a_bisect_takes_the_cell_s_own_baseline_rule_from_the_gate_file(tmp_path
         return _rule(build_parser().parse_args(argv))[0]
 
     own = rule_of("tridiagonal/sequential-jax/smoke", "--time")
-    assert (own.delta, own.floor_s, own.worker_pairs, own.blocks) == (0.3, 5e-5, 3, 7)
+    assert (own.delta, own.floor_s, own.worker_pairs, own.blocks) == (0.3, 5e-5, 3, 8)
     assert rule_of("tridiagonal/sequential-jax/smoke", "--time", "--factor", "1.5").delta == 0.5
     other = rule_of("tridiagonal/scanned-time-major/smoke", "--time")
     assert (other.delta, other.floor_s, other.worker_pairs, other.blocks) == (0.1, 2e-5, None, None)

@@ -118,7 +118,7 @@ def record(cell: str, median: float, rng: np.random.Generator, index: int) -> Re
         seed=0,
         status="ok",
         samples_s=tuple(float(s) for s in samples),
-        stats=summarize(samples, 0.95, seed=index),
+        stats=summarize(samples, 0.95),
         counts=Counts.from_json(counts_at(cell, index)),
     )
 

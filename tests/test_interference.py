@@ -1,4 +1,4 @@
-"""Interference, ties and disturbed cells: recorded, flagged in reports, refused by the gate."""
+"""Interference, ties and disturbed cells: recorded and flagged in reports."""
 
 from __future__ import annotations
 
@@ -20,10 +20,9 @@ from scanbench.execution.interference import (
     running_threads,
     sample_load,
 )
-from scanbench.gate.decide import check_invariants, paired_decision
+from scanbench.gate.decide import paired_decision
 from scanbench.gate.interleave import samples_per_block
-from scanbench.gate.render import describe
-from scanbench.gate.rules import Invariant, Settings
+from scanbench.gate.rules import Settings
 from scanbench.reports import markdown
 from scanbench.reports.frame import records_frame
 from scanbench.reports.model import build
@@ -139,15 +138,6 @@ def disturbed_run() -> Run:
     return Run(run.environment, run.invocation, records)
 
 
-def test_the_gate_does_not_decide_an_invariant_on_a_disturbed_cell():
-    invariant = Invariant("tridiagonal", "smoke", "scanned-time-major", "scanned-issue", 1.5)
-    (verdict,) = check_invariants([invariant], disturbed_run().records, 0.99, 0)
-    assert verdict.outcome == "inconclusive"
-    assert "not decided" in describe(verdict) and "scanned-time-major: 3.0 runnable" in describe(
-        verdict
-    )
-
-
 def test_reports_mark_disturbed_cells_with_their_reasons():
     text = markdown.render(build([disturbed_run()]))
     assert "(disturbed)" in text
@@ -189,11 +179,11 @@ def test_detectable_slowdown_and_block_sizes():
     rng = np.random.default_rng(3)
     base = [list(1e-3 * (1 + 0.01 * rng.standard_normal(5))) for _ in range(30)]
     cand = [list(1e-3 * (1 + 0.01 * rng.standard_normal(5))) for _ in range(30)]
-    decision = paired_decision(base, cand, 0.05, 10e-6, 0.99, 0)
+    decision = paired_decision(base, cand, 0.05, 10e-6, 0.99)
     assert not decision.suspect
     assert 1.05 < decision.detectable < 1.10
     assert decision.detectable == max(
-        1.05 * decision.ratio / decision.low, 1 + 10e-6 / np.median(np.concatenate(base))
+        1.05 * decision.ratio / decision.low, 1 + 10e-6 / np.median([np.median(b) for b in base])
     )
     settings = Settings(samples_per_block=5, block_time_s=0.1)
     assert samples_per_block(settings, 0.3e-3) == 334

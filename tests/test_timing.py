@@ -159,18 +159,29 @@ def test_repeat_waits_for_every_timed_result():
 
 
 def test_summarize_statistics():
-    samples = [5.0, 1.0, 2.0, 4.0, 3.0]
-    stats = summarize(samples, confidence=0.95, seed=1)
-    assert stats["median"] == 3.0 and stats["min"] == 1.0 and stats["max"] == 5.0
-    assert stats["q25"] == 2.0 and stats["q75"] == 4.0 and stats["iqr"] == 2.0
-    assert stats["mean"] == 3.0
+    samples = [5.0, 1.0, 2.0, 4.0, 3.0, 6.0, 7.0]
+    stats = summarize(samples, confidence=0.95)
+    assert stats["median"] == 4.0 and stats["min"] == 1.0 and stats["max"] == 7.0
+    assert stats["q25"] == 2.5 and stats["q75"] == 5.5 and stats["iqr"] == 3.0
+    assert stats["mean"] == 4.0
     assert stats["stddev"] == pytest.approx(np.std(samples, ddof=1))
-    assert stats["ci_low"] <= stats["median"] <= stats["ci_high"]
-    assert stats["count"] == 5
-    assert summarize(samples, seed=1) == stats  # the bootstrap is seeded
+    # the distribution-free interval of 7 samples at 95%: the smallest and largest
+    assert (stats["ci_low"], stats["ci_high"]) == (1.0, 7.0)
+    assert stats["count"] == 7
 
 
-def test_summarize_bootstrap_interval_narrows_with_more_samples():
+def test_the_stored_interval_is_the_one_the_stop_rule_measured():
+    """One interval per figure: the record's ``ci_low`` / ``ci_high`` span exactly the
+    relative width the sampling stop rule saw."""
+    rng = np.random.default_rng(4)
+    for count in (6, 20, 301, 5000):
+        samples = rng.lognormal(-7, 0.2, count)
+        stats = summarize(samples, confidence=0.95)
+        width = relative_width(samples, 0.95)
+        assert width == pytest.approx((stats["ci_high"] - stats["ci_low"]) / stats["median"])
+
+
+def test_summarize_interval_narrows_with_more_samples():
     rng = np.random.default_rng(0)
     few = summarize(rng.normal(1.0, 0.1, 10))
     many = summarize(rng.normal(1.0, 0.1, 1000))
@@ -180,7 +191,9 @@ def test_summarize_bootstrap_interval_narrows_with_more_samples():
 def test_summarize_edge_cases():
     single = summarize([2.0])
     assert single["median"] == 2.0 and single["ci_low"] is None and single["stddev"] == 0.0
-    constant = summarize([2.0, 2.0, 2.0])
+    five = summarize([1.0, 2.0, 3.0, 4.0, 5.0])  # too few for a 95% interval
+    assert five["ci_low"] is None and five["ci_high"] is None
+    constant = summarize([2.0] * 8)
     assert constant["ci_low"] == constant["ci_high"] == 2.0
     with pytest.raises(InputError, match="empty"):
         summarize([])
@@ -205,24 +218,30 @@ def test_timing_config_rejects_bad_values(kwargs, message):
 
 
 @pytest.mark.parametrize("confidence", [0.95, 0.99, 0.9])
-def test_the_median_interval_is_the_one_scipy_quantile_test_picks(confidence):
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_the_median_interval_is_the_one_scipy_quantile_test_picks(confidence, alternative):
     from scipy import stats
 
-    from scanbench.timing import median_interval_indices
+    from scanbench.statistics import median_bound_indices, median_interval
 
     rng = np.random.default_rng(0)
-    for count in range(2, 1001):
-        low, high = median_interval_indices(count, confidence)
+    alpha = 1 - confidence if alternative != "two-sided" else (1 - confidence) / 2
+    for count in range(1, 1001):
+        low, high = median_bound_indices(count, confidence, alternative)
         binom = stats.binom(count, 0.5)
-        alpha = (1 - confidence) / 2
-        assert (low, high) == (int(binom.ppf(alpha)) - 1, int(binom.isf(alpha))), count
-        if count <= 200:  # and the same interval on data
+        expected_low = int(binom.ppf(alpha)) - 1 if alternative != "less" else -1
+        expected_high = int(binom.isf(alpha)) if alternative != "greater" else count
+        assert (low, high) == (expected_low, expected_high), count
+        if count <= 200:  # and the same interval on data (scipy: NaN where no bound)
             values = rng.lognormal(size=count)
-            ci = stats.quantile_test(values, q=np.median(values), p=0.5).confidence_interval(
-                confidence
-            )
-            width = relative_width(values, confidence)
-            if np.isfinite(ci.low) and np.isfinite(ci.high):
-                assert width == pytest.approx((ci.high - ci.low) / np.median(values), rel=1e-12)
-            else:
-                assert width is None
+            test = stats.quantile_test(values, q=np.median(values), p=0.5, alternative=alternative)
+            ci = test.confidence_interval(confidence)
+            got = median_interval(values, confidence, alternative)
+            for want, have in zip((ci.low, ci.high), got, strict=True):
+                assert have == want or (not np.isfinite(want) and not np.isfinite(have))
+            if alternative == "two-sided":
+                width = relative_width(values, confidence)
+                if np.isfinite(ci.low) and np.isfinite(ci.high):
+                    assert width == pytest.approx((ci.high - ci.low) / np.median(values))
+                else:
+                    assert width is None

@@ -190,7 +190,7 @@ def test_the_search_finds_the_faster_flags_and_their_line(tmp_path, monkeypatch)
     )
     md = tmp_path / "flags.md"
     gates = tmp_path / "gates.toml"
-    gates.write_text("[settings]\nblocks = 6\nsamples_per_block = 5\nworker_pairs = 1\n")
+    gates.write_text("[settings]\nblocks = 8\nsamples_per_block = 5\nworker_pairs = 1\n")
     code = main(
         ["flags", "--scenario", "tridiagonal", "--backend", "scanned-time-major",
          "--size", "smoke", "--gates", str(gates), "--md", str(md),

@@ -1,19 +1,23 @@
-"""``scanbench gate``: the regression gate over a gate file: exact counts, same-run
-invariants, ``--against REV`` (interleaved paired comparison) and its self-calibration."""
+"""``scanbench gate``: the regression gate over a gate file: exact counts, invariants
+between two backends and ``--against REV`` (both interleaved, paired) and its
+self-calibration."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from pathlib import Path
 
 from ..api import InputError
+from ..environment import collect
 from ..gate.rules import load_gates
 from ..results import load_run
 from ..safe_files import write_text_atomic
 from .options import positive
 
-HELP = "regression gate: exact counts, same-run invariants, --against REV"
+HELP = "regression gate: exact counts, interleaved invariants, --against REV"
 DEFAULT_GATES = "bench/gates.toml"
 LEGACY_GATES = "gate/gates.toml"  # the earlier default
 
@@ -49,7 +53,14 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=positive(float, "--inject-slowdown"),
         default=1.0,
         metavar="F",
-        help="(with --aa; for testing the gate) slow the candidate side by factor F",
+        help="(with --aa; for testing the gate) each repetition also measures the candidate "
+        "side made really F x slower (extra work per call, F >= 1): the detection rate",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="(with --aa) store every measurement of the calibration, with the machine and "
+        "date, for the manual's figure",
     )
     parser.add_argument("--strict", action="store_true", help="inconclusive invariants fail too")
     parser.add_argument("--md", help="also write the markdown section here")
@@ -70,6 +81,13 @@ def run(args: argparse.Namespace) -> int:
     gates = load_gates(gates_path(args.gates))
     if args.inject_slowdown != 1.0 and not args.aa:
         raise InputError("--inject-slowdown only works with --aa (it is a test of the gate)")
+    if args.json and not args.aa:
+        raise InputError("--json only works with --aa (it stores the calibration)")
+    if args.inject_slowdown < 1.0:
+        raise InputError(
+            f"--inject-slowdown must be >= 1, got {args.inject_slowdown:g}: the slowdown is "
+            "planted as real extra work per call, which cannot make a call faster"
+        )
     mode = (
         "update-counts" if args.update_counts else "against" if args.against or args.aa else "rules"
     )
@@ -81,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     if args.aa:
         calibration = command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
         text, verdicts = render.calibration_markdown(calibration), []
+        if args.json:
+            write_text_atomic(args.json, json.dumps(stored(calibration, gates), indent=1))
     elif args.against:
         verdicts = command.against(gates, args.against, args.timeout)
         text = render.markdown(verdicts, f"scanbench gate against {args.against}")
@@ -95,3 +115,15 @@ def run(args: argparse.Namespace) -> int:
         for line in github.publish(text, verdicts):
             print(line)
     return 1 if decide.failing(verdicts, args.strict) else 0
+
+
+def stored(calibration, gates) -> dict:
+    """What ``--json`` stores: the calibration, the gate's settings, and the machine."""
+    environment = collect(measure_bandwidth=False)
+    keep = ("timestamp", "python", "versions", "cpu_model", "cpu_count", "git_commit")
+    return {
+        "machine": {key: environment.get(key) for key in keep},
+        "settings": dataclasses.asdict(gates.settings),
+        "rules": [dataclasses.asdict(rule) for rule in gates.baselines],
+        "calibration": calibration.to_json(),
+    }

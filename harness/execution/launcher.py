@@ -218,7 +218,7 @@ def with_stats(record: Record, confidence: float) -> Record:
     if record.status != "ok" or not record.samples_s or record.stats:
         return record
     factor = (record.sampling.get("scaled") or {}).get("factor", 1.0)
-    stats = summarize_scaled(record.samples_s, confidence, record.seed, factor)
+    stats = summarize_scaled(record.samples_s, confidence, factor)
     return dataclasses.replace(record, stats=stats)
 
 

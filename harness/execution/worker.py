@@ -244,7 +244,7 @@ def measure(
     if measured.samples and summarize:
         from ..statistics import summarize_scaled
 
-        stats = summarize_scaled(measured.samples, timing.confidence, target.seed, measured.factor)
+        stats = summarize_scaled(measured.samples, timing.confidence, measured.factor)
     return Record(
         status="ok",
         prepare_s=measured.prepare_s,

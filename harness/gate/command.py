@@ -1,12 +1,14 @@
 """`scanbench gate`: the three modes over a gate file.
 
-- default: run the cells the count rules and invariants need (counts in counts-only
-  workers, invariant cells timed) or read them from ``--results``, and decide;
+- default: count the cells the count rules need (counts-only workers) or read them from
+  ``--results``, measure every invariant's two backends interleaved in blocks, and
+  decide;
 - ``--update-counts``: measure the counts of every backend at ``count_size`` and write the
   counts file (review its diff like code);
 - ``--against REV``: the ``[[baseline]]`` rules, REV (in a git worktree) vs this checkout,
   interleaved; ``--aa N``: both sides this checkout, N times, to report the false-alarm rate
-  (with ``--inject-slowdown F`` on the candidate side: the detection rate).
+  (with ``--inject-slowdown F``, each time also with the candidate really slowed by F: the
+  detection rate; `scanbench.gate.calibration`).
 """
 
 from __future__ import annotations
@@ -19,39 +21,24 @@ import tomli_w
 
 from ..api import InputError, Record, UnknownNameError
 from ..cells import Cell, cell
-from ..execution.launcher import count_cells, measuring, run_cells
+from ..execution.launcher import count_cells
 from ..safe_files import write_text_atomic
-from ..sampling import TimingConfig
 from ..sources import load, resolve
-from .decide import (
-    Calibration,
-    Outcome,
-    Verdict,
-    check_counts,
-    check_invariants,
-    count_expectation,
-)
-from .interleave import Side, compare, project_root, worktree
+from .calibration import Calibration
+from .decide import Verdict, check_counts, count_expectation
+from .interleave import Side, compare, invariants, project_root, worktree
 from .rules import BaselineRule, Gates
 
-INVARIANT_TIMING = TimingConfig(warmup=1, min_time_s=1.0, min_count=20, max_time_s=2.0)
 COUNT_HEADER = (
     "# Per-call count expectations of `scanbench gate` (written by --update-counts;\n"
     "# review its diff like code). A count above its expectation fails the gate.\n"
 )
 
 
-def _measure(cells: dict[Cell, bool], timeout_s: float) -> list[Record]:
-    """Run cells in workers: counts-only cells first, one worker per CPU at once (counts
-    do not depend on load); then the cells an invariant times (``cells[cell]``), one at
-    a time with nothing else running."""
-
-    counted = count_cells([cell for cell, timed in cells.items() if not timed], timeout_s)
-    timed = [cell for cell, timed in cells.items() if timed]
-    records = {record.key: record for record in counted}
-    if timed:
-        for record in run_cells(timed, measuring(INVARIANT_TIMING, timeout_s)):
-            records[record.key] = record
+def _measure(cells: Sequence[Cell], timeout_s: float) -> list[Record]:
+    """Count cells in counts-only workers, one per CPU at once (counts do not depend on
+    load)."""
+    records = {record.key: record for record in count_cells(list(cells), timeout_s)}
     return [records[cell.key] for cell in cells]
 
 
@@ -115,27 +102,28 @@ def check(gates: Gates, mode: str) -> None:
 def rules_and_invariants(
     gates: Gates, records: Sequence[Record] | None, timeout_s: float
 ) -> list[Verdict]:
-    """The count rules and invariants, on ``records`` or on cells measured now. Every
+    """The count rules, on ``records`` or on cells counted now, then the invariants,
+    always measured now: their two backends interleaved in blocks (a stored run holds two
+    medians measured minutes apart, which is what the gate never decides on). Every
     rule's scenario, backend and size is checked first (an unknown name is a usage error,
     exit 2, not a regression)."""
-    cells: dict[Cell, bool] = {}
-    counts, invariants = [], []
+    cells: dict[Cell, None] = {}
+    counts = []
     for rule in gates.counts:  # a rule may name a source: decided by the scenario's name
         measured = cell(rule.scenario, rule.backend, rule.size, rule.dtype)
-        cells.setdefault(measured, False)
+        cells.setdefault(measured)
         counts.append(dataclasses.replace(rule, scenario=measured.scenario))
+    named = []  # measured from their sources, labelled with the scenario's name
     for invariant in gates.invariants:
         for backend in (invariant.faster, invariant.slower):
             measured = cell(invariant.scenario, backend, invariant.size, invariant.dtype)
-            cells[measured] = True
-        invariants.append(dataclasses.replace(invariant, scenario=measured.scenario))
+        named.append(dataclasses.replace(invariant, name=measured.scenario))
     if records is None:
-        records = _measure(cells, timeout_s)
-    settings = gates.settings
-    return [
-        *check_counts(counts, records),
-        *check_invariants(invariants, records, settings.confidence, settings.seed),
-    ]
+        records = _measure(list(cells), timeout_s) if cells else []
+    decided = check_counts(counts, records)
+    if named:
+        decided += invariants(named, project_root(), gates.settings, timeout_s)
+    return decided
 
 
 def update_counts(gates: Gates, timeout_s: float) -> Path:
@@ -149,9 +137,8 @@ def update_counts(gates: Gates, timeout_s: float) -> Path:
         for backend in scenario.backends.values():
             size = gates.settings.count_size
             if f"{scenario.name}/{backend.name}" not in excluded and backend.runs_at(size):
-                cell_ = Cell(scenario.name, backend.name, size, scenario.dtypes[0], 0, source)
-                cells[cell_] = False
-    records = _measure(cells, timeout_s)
+                cells[Cell(scenario.name, backend.name, size, scenario.dtypes[0], 0, source)] = None
+    records = _measure(list(cells), timeout_s)
     failed = [f"{r.scenario}/{r.backend}: {r.error}" for r in records if r.status != "ok"]
     if failed:
         raise InputError("cannot record counts of failed cells: " + "; ".join(failed))
@@ -188,14 +175,17 @@ def calibrate(
     slowdown: float,
     timeout_s: float,
 ) -> Calibration:
-    """`--aa`: this checkout on both sides, ``repetitions`` times."""
+    """`--aa`: this checkout on both sides, ``repetitions`` times; with ``slowdown`` > 1,
+    each repetition then measures the candidate really slowed by it (`--inject-slowdown`)."""
     if not gates.baselines:
         raise InputError(f"{gates.path} declares no [[baseline]] rules to calibrate")
     repository = project_root()
-    sides = {"baseline": Side(repository), "candidate": Side(repository, slowdown)}
+    same = {"baseline": Side(repository), "candidate": Side(repository)}
+    slower = {"baseline": Side(repository), "candidate": Side(repository, slowdown)}
     rules = [named(rule) for rule in gates.baselines]
-    runs = tuple(
-        tuple(compare(rules, sides, gates.settings, timeout_s, rep)) for rep in range(repetitions)
-    )
-    failing = sum(any(v.outcome == Outcome.FAIL for v in verdicts) for verdicts in runs)
-    return Calibration(repetitions, slowdown, failing, runs)
+    verdicts, slowed = [], []
+    for rep in range(repetitions):
+        verdicts.append(tuple(compare(rules, same, gates.settings, timeout_s, 2 * rep)))
+        if slowdown != 1.0:
+            slowed.append(tuple(compare(rules, slower, gates.settings, timeout_s, 2 * rep + 1)))
+    return Calibration(repetitions, slowdown, tuple(verdicts), tuple(slowed))

@@ -1,12 +1,17 @@
-"""Regression gate decisions: counts exact, times only on same-run comparisons.
+"""Regression gate decisions: counts exact, times only on interleaved comparisons.
 
 Pure functions over stored records and sample arrays, returning numbers: a `Verdict`
-holds the rule, its `Outcome` and the findings behind it (per count, the ratio interval of
+holds the rule, its `Outcome` and the findings behind it (per count, the ratio intervals of
 an invariant, the paired measurements of a baseline comparison), never formatted text;
 `scanbench.gate.render` writes the text once, at the edge. `scanbench.gate.interleave`
-produces the paired samples of a baseline comparison.
+produces the paired samples of invariants and baseline comparisons.
 Outcomes: ``pass``, ``fail`` (a regression: exit 1) and ``inconclusive`` (a time
 interval that straddles its threshold: shown, and a failure only with ``--strict``).
+
+Every time decision is taken on the per-block ratios of interleaved blocks (`block_ratios`)
+and the exact distribution-free interval of their median (`scanbench.statistics.
+median_interval`: binomial order statistics, the sign-test interval), never on two
+medians measured apart.
 """
 
 from __future__ import annotations
@@ -19,8 +24,7 @@ import numpy as np
 
 from ..api import WARM, Record
 from ..counts import GATED, KEYS
-from ..gathered import shard_of
-from ..statistics import median_interval, ratio_interval
+from ..statistics import median_interval
 from .explain import Difference
 from .rules import CountRule, Invariant
 
@@ -44,10 +48,11 @@ class PairedDecision:
     """A baseline comparison of one cell from interleaved blocks."""
 
     ratio: float  # median over blocks of candidate block median / baseline block median
-    low: float  # one-sided lower bound of that median ratio at the confidence level
-    difference_s: float  # median candidate time - median baseline time
+    low: float  # one-sided lower bound of that median ratio (-inf: too few blocks for one)
+    difference_s: float  # median over blocks of candidate - baseline block medians
     suspect: bool  # low > 1 + delta and difference above the floor
     detectable: float = float("nan")  # smallest slowdown factor this measurement would flag
+    blocks: int = 0  # the paired blocks behind it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,17 +76,31 @@ class CountFinding:
 
 @dataclasses.dataclass(frozen=True)
 class RatioFinding:
-    """An invariant's interval of median(slower) / median(faster) against its threshold."""
+    """One interleaved measurement of an invariant: the median over blocks of
+    slower block median / faster block median, and its two-sided interval, against the
+    threshold."""
 
     point: float
-    low: float
+    low: float  # -inf / inf: too few blocks for a bound at this confidence
     high: float
     threshold: float
     at_most: bool  # ``within``: the ratio must stay at or below the threshold
+    blocks: int
     slower_samples: int
     faster_samples: int
     confidence: float
     why: str = ""
+
+    @property
+    def outcome(self) -> Outcome:
+        """``factor``: pass when the whole interval is >= the threshold, fail when all of
+        it is below; ``within``: pass when all of it is <= the threshold, fail when all
+        of it is above; inconclusive when it straddles the threshold."""
+        if self.at_most:
+            passed, failed = self.high <= self.threshold, self.low > self.threshold
+        else:
+            passed, failed = self.low >= self.threshold, self.high < self.threshold
+        return Outcome.PASS if passed else Outcome.FAIL if failed else Outcome.INCONCLUSIVE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,22 +129,12 @@ class Verdict:
     rule: str
     outcome: Outcome
     counts: tuple[CountFinding, ...] = ()
-    ratio: RatioFinding | None = None
+    ratios: tuple[RatioFinding, ...] = ()  # an invariant's measurement, then its re-run
     baseline: BaselineFinding | None = None
     reason: str = ""
     # a baseline comparison: what differs between the two sides' facts (None: not known)
     differences: tuple[Difference, ...] | None = None
     explain_error: str = ""  # why the facts of a side could not be had
-
-
-@dataclasses.dataclass(frozen=True)
-class Calibration:
-    """How often identical code (or code slowed by ``slowdown``) failed the gate."""
-
-    repetitions: int
-    slowdown: float
-    failing_repetitions: int
-    verdicts: tuple[tuple[Verdict, ...], ...]
 
 
 def find_record(
@@ -204,78 +213,53 @@ def _tidy(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def decide_invariant(
-    invariant: Invariant, slow: Sequence[float], fast: Sequence[float], confidence: float, seed: int
-) -> Verdict:
-    """``factor``: pass when the whole interval of median(slow)/median(fast) is >= factor,
-    fail when all of it is below. ``within``: pass when all of it is <= within, fail when
-    all of it is above. Inconclusive when the interval straddles the threshold."""
-    point, low, high = ratio_interval(slow, fast, confidence, seed)
+def block_ratios(
+    baseline_blocks: Sequence[Sequence[float]], candidate_blocks: Sequence[Sequence[float]]
+) -> np.ndarray:
+    """Per interleaved block, the candidate's median over the baseline's (the paired
+    ratios every time decision is taken on)."""
+    if len(baseline_blocks) != len(candidate_blocks):
+        raise ValueError(
+            f"paired blocks differ in number: {len(baseline_blocks)} vs {len(candidate_blocks)}"
+        )
+    base = np.asarray([np.median(block) for block in baseline_blocks], dtype=np.float64)
+    cand = np.asarray([np.median(block) for block in candidate_blocks], dtype=np.float64)
+    return cand / base
+
+
+def invariant_finding(
+    invariant: Invariant,
+    slower_blocks: Sequence[Sequence[float]],
+    faster_blocks: Sequence[Sequence[float]],
+    confidence: float,
+) -> RatioFinding:
+    """One interleaved measurement of an invariant: the median of the per-block ratios
+    slower / faster and its exact two-sided interval at ``confidence``."""
+    ratios = block_ratios(faster_blocks, slower_blocks)
+    low, high = median_interval(ratios, confidence)
     at_most = invariant.within is not None
-    threshold = invariant.within if at_most else invariant.factor
-    if at_most:
-        passed, failed = high <= threshold, low > threshold
-    else:
-        passed, failed = low >= threshold, high < threshold
-    outcome = Outcome.PASS if passed else Outcome.FAIL if failed else Outcome.INCONCLUSIVE
-    finding = RatioFinding(
-        point, low, high, threshold, at_most, len(slow), len(fast), confidence, invariant.why
+    return RatioFinding(
+        float(np.median(ratios)),
+        low,
+        high,
+        invariant.within if at_most else invariant.factor,
+        at_most,
+        len(ratios),
+        sum(len(block) for block in slower_blocks),
+        sum(len(block) for block in faster_blocks),
+        confidence,
+        invariant.why,
     )
-    return Verdict(Kind.INVARIANT, invariant.label, outcome, ratio=finding)
 
 
-def check_invariants(
-    invariants: Sequence[Invariant], records: Sequence[Record], confidence: float, seed: int
-) -> list[Verdict]:
-    verdicts = []
-    for invariant in invariants:
-        pair = [
-            find_record(records, invariant.scenario, name, invariant.size, invariant.dtype)
-            for name in (invariant.slower, invariant.faster)
-        ]
-        missing = [
-            f"{name}: {'not measured' if r is None else r.status + ' ' + (r.error or '')}"
-            for name, r in zip((invariant.slower, invariant.faster), pair, strict=True)
-            if r is None or r.status != "ok" or len(r.samples_s) == 0
-        ]
-        if missing:
-            reason = "; ".join(missing)
-            verdicts.append(Verdict(Kind.INVARIANT, invariant.label, Outcome.FAIL, reason=reason))
-            continue
-        shards = [shard_of(record) for record in pair]
-        if shards[0] != shards[1]:  # a run gathered from shards split by cell
-            reason = (
-                f"not decided: {invariant.slower} and {invariant.faster} were measured by "
-                f"different shards ({shards[0]} and {shards[1]}): not a same-run "
-                "comparison; split by table (`--shard-by table`) to keep them together"
-            )
-            verdict = Verdict(Kind.INVARIANT, invariant.label, Outcome.INCONCLUSIVE, reason=reason)
-            verdicts.append(verdict)
-            continue
-        disturbed = [
-            f"{record.backend}: {'; '.join(record.interference.get('reasons', ()))}"
-            for record in pair
-            if record.disturbed
-        ]
-        if disturbed:
-            reason = (
-                "not decided: the machine was busy while a cell ran ("
-                + "; ".join(disturbed)
-                + "); measure again on a quiet machine"
-            )
-            verdict = Verdict(Kind.INVARIANT, invariant.label, Outcome.INCONCLUSIVE, reason=reason)
-            verdicts.append(verdict)
-            continue
-        slow, fast = (whole_call_samples(record) for record in pair)
-        verdicts.append(decide_invariant(invariant, slow, fast, confidence, seed))
-    return verdicts
-
-
-def whole_call_samples(record: Record) -> list[float]:
-    """The samples of one whole call: a cell measured on part of its work
-    (``sampling["scaled"]``) stores the reduced call's samples and the factor to scale by."""
-    factor = float((record.sampling.get("scaled") or {}).get("factor", 1.0))
-    return [value * factor for value in record.samples_s]
+def invariant_verdict(label: str, findings: Sequence[RatioFinding]) -> Verdict:
+    """The first measurement decides, except that a failure must show again in the
+    confirming re-run (fresh processes): a re-run that does not fail makes the rule
+    inconclusive (two measurements disagree), never a pass."""
+    first = findings[0].outcome
+    if first == Outcome.FAIL and len(findings) > 1 and findings[-1].outcome != Outcome.FAIL:
+        first = Outcome.INCONCLUSIVE
+    return Verdict(Kind.INVARIANT, label, first, ratios=tuple(findings))
 
 
 def paired_decision(
@@ -284,29 +268,34 @@ def paired_decision(
     delta: float,
     floor_s: float,
     confidence: float,
-    seed: int,
 ) -> PairedDecision:
-    """Per block, the ratio of the candidate's to the baseline's median; the lower
-    ``confidence`` bound of the median of these ratios (bootstrap over blocks, one-sided)
-    must exceed 1 + delta, and the slowdown the floor, for the cell to be suspect.
+    """Per block, the ratio of the candidate's to the baseline's median; the one-sided
+    lower ``confidence`` bound of the median of these ratios (exact, distribution-free:
+    an order statistic of the ratios, `scanbench.statistics.median_interval`) must exceed
+    1 + delta, and the slowdown the floor, for the cell to be suspect. Too few blocks for
+    a bound at this confidence (6 or fewer at 99%) leave the bound at -inf: never suspect.
 
     ``detectable`` is the smallest slowdown this measurement would have flagged: slowing
     every candidate call by a factor s scales the ratios and their lower bound by s, so
     relative to what was measured s must exceed (1 + delta) x ratio / low (and the added
-    time must exceed the floor: s > 1 + floor / baseline median)."""
+    time must exceed the floor: s > 1 + floor / baseline median).
+
+    The added time is paired too: the median over blocks of the candidate's block median
+    minus the baseline's. The difference of the two sides' overall medians is not: on a
+    machine whose speed drifts it once read -11 us for a real slowdown of +19 us."""
+    ratios = block_ratios(baseline_blocks, candidate_blocks)
+    ratio = float(np.median(ratios))
+    low = median_interval(ratios, confidence, "greater")[0]
     base = np.asarray([np.median(block) for block in baseline_blocks])
     cand = np.asarray([np.median(block) for block in candidate_blocks])
-    ratios = cand / base
-    ratio = float(np.median(ratios))
-    low = median_interval(ratios, confidence, seed, "greater")[0] if len(ratios) >= 2 else ratio
-    base_median = float(np.median(np.concatenate(baseline_blocks)))
-    difference = float(np.median(np.concatenate(candidate_blocks))) - base_median
+    base_median = float(np.median(base))
+    difference = float(np.median(cand - base))  # paired, as the ratios: drift cancels
     detectable = max(
         (1 + delta) * ratio / low if low > 0 else float("inf"),
         1 + floor_s / base_median if base_median > 0 else float("inf"),
     )
     suspect = low > 1 + delta and difference > floor_s
-    return PairedDecision(ratio, low, difference, suspect, detectable)
+    return PairedDecision(ratio, low, difference, suspect, detectable, len(ratios))
 
 
 def baseline_verdict(rule_label: str, finding: BaselineFinding) -> Verdict:

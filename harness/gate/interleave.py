@@ -1,11 +1,12 @@
-"""Baseline vs candidate, interleaved in randomized blocks in one job (`scanbench gate
---against REV` and its self-calibration `--aa`).
+"""Two sides interleaved in randomized blocks in one job: baseline vs candidate
+(`scanbench gate --against REV` and its self-calibration `--aa`), and the two backends of
+an invariant (`invariants`).
 
 On a shared machine the speed drifts by 0.3x-3x between moments, so the two sides are
 measured alternately: per block, each side's warm worker takes a few timed calls, in an
-order drawn from a seeded generator. Each block gives a paired ratio; `scanbench.gate.decide.
-paired_decision` decides from those, and a suspect cell is re-measured in fresh processes
-before it fails.
+order drawn from a seeded generator. Each block gives a paired ratio; `scanbench.gate.decide`
+decides from those (`paired_decision`, `invariant_finding`), and a suspect cell or a
+failing invariant is re-measured in fresh processes before it fails.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ from ..import_path import import_root, with_import_root
 from ..sources import resolve
 from .decide import (
     BaselineFinding,
+    Kind,
+    Outcome,
     PairedDecision,
     Verdict,
     baseline_verdict,
+    invariant_finding,
+    invariant_verdict,
     paired_decision,
 )
 from .explain import Difference, Facts, differences
-from .rules import BaselineRule, Settings
+from .rules import BaselineRule, Invariant, Settings
 
 SIDES = ("baseline", "candidate")
 SERVE = Path(__file__).resolve().parent / "serve.py"
@@ -49,14 +54,16 @@ def schedule(blocks: int, seed: int) -> list[tuple[str, str]]:
 def interleaved_blocks(
     samplers: Mapping[str, Callable[[int], list[float]]],
     blocks: int,
-    per_block: int,
+    per_block: int | Mapping[str, int],
     seed: int,
 ) -> dict[str, list[list[float]]]:
-    """Run ``samplers[side](per_block)`` for both sides in every block, in `schedule` order."""
+    """Run ``samplers[side](per_block)`` for both sides in every block, in `schedule`
+    order; ``per_block`` may differ per side (``{side: calls}``)."""
+    counts = per_block if isinstance(per_block, Mapping) else dict.fromkeys(SIDES, per_block)
     out: dict[str, list[list[float]]] = {side: [] for side in SIDES}
     for order in schedule(blocks, seed):
         for side in order:
-            out[side].append(list(samplers[side](per_block)))
+            out[side].append(list(samplers[side](counts[side])))
     return out
 
 
@@ -252,15 +259,32 @@ def measure_blocks(
     timeout_s: float,
     explain: bool = False,
 ) -> Blocks:
-    """Fresh workers for both sides, interleaved blocks, then (``explain``) each side's
-    facts from its first worker.
+    """`measure_cells` of one cell on both sides, with the rule's own worker pairs and
+    blocks; both sides take as many calls per block as the baseline's warm call needs to
+    fill ``block_time_s``."""
+    cells = dict.fromkeys(SIDES, rule)
+    return measure_cells(cells, sides, rule.settings(settings), seed, timeout_s, explain)
+
+
+def measure_cells(
+    cells: Mapping[str, BaselineRule],
+    sides: Mapping[str, Side],
+    settings: Settings,
+    seed: int,
+    timeout_s: float,
+    explain: bool = False,
+    own_block_sizes: bool = False,
+) -> Blocks:
+    """Fresh workers for both sides (``cells[side]`` in ``sides[side]``), interleaved
+    blocks, then (``explain``) each side's facts from its first worker.
 
     With ``worker_pairs`` = k, each side runs k workers, started in alternating order
     (baseline first for even pairs, candidate first for odd ones), and block b is taken
     by pair b mod k: a per-process speed offset (one process a few percent faster than
     an identical one, seen up to 8% between JAX workers) averages out instead of
-    deciding the comparison. A rule may set its own ``worker_pairs`` and ``blocks``."""
-    settings = rule.settings(settings)
+    deciding the comparison. Each side takes, per block, enough calls to fill
+    ``block_time_s`` at the baseline's warm call time, or at its own with
+    ``own_block_sizes`` (two different cells: an invariant)."""
     cpus = worker_cpus(settings.pin_workers)
     pairs = settings.worker_pairs
     roots = {side: Path(sides[side].root).resolve() for side in SIDES}
@@ -269,13 +293,14 @@ def measure_blocks(
         for pair in range(pairs):
             for side in SIDES if pair % 2 == 0 else SIDES[::-1]:
                 others = [root for name, root in roots.items() if root != roots[side]]
-                worker = ServedCell(rule, sides[side], timeout_s, cpus, others)
+                worker = ServedCell(cells[side], sides[side], timeout_s, cpus, others)
                 workers[side].append(stack.enter_context(worker))
+        sized = {side: side if own_block_sizes else "baseline" for side in SIDES}
+        per_block = {
+            side: samples_per_block(settings, workers[sized[side]][0].call_s) for side in SIDES
+        }
         blocks = interleaved_blocks(
-            {side: _round_robin(workers[side]) for side in SIDES},
-            settings.blocks,
-            samples_per_block(settings, workers["baseline"][0].call_s),
-            seed,
+            {side: _round_robin(workers[side]) for side in SIDES}, settings.blocks, per_block, seed
         )
         facts, errors = {}, {}
         for side in SIDES if explain else ():
@@ -301,8 +326,7 @@ def measure_pair(
         measured.blocks["candidate"],
         rule.delta,
         rule.floor_s,
-        settings.confidence,
-        seed,
+        rule.settings(settings).confidence,
     )
     return decision, measured
 
@@ -334,6 +358,40 @@ def compare(
                 verdict, differences=measured.differences(), explain_error=why
             )
         verdicts.append(verdict)
+    return verdicts
+
+
+def invariants(
+    rules: Sequence[Invariant], root: Path, settings: Settings, timeout_s: float = 900.0
+) -> list[Verdict]:
+    """One verdict per invariant: its two backends (the code under ``root``) interleaved
+    in blocks, each taking enough calls per block to fill ``block_time_s``, decided on the
+    per-block ratios slower / faster (`scanbench.gate.decide.invariant_finding`); a
+    failing measurement is re-measured in fresh processes and fails only if it fails
+    again. A cell that cannot be measured (a wrong output, a crash) fails its rule."""
+    side = Side(root, home=root)
+    verdicts = []
+    for index, rule in enumerate(rules):
+        own = rule.settings(settings)
+        seed = settings.seed + 2 * index
+        findings = []
+        try:
+            for attempt in range(2):
+                sides = dict.fromkeys(SIDES, side)
+                cells, attempt_seed = rule.cells(), seed + attempt
+                blocks = measure_cells(
+                    cells, sides, own, attempt_seed, timeout_s, own_block_sizes=True
+                ).blocks
+                finding = invariant_finding(
+                    rule, blocks["candidate"], blocks["baseline"], own.confidence
+                )
+                findings.append(finding)
+                if finding.outcome != Outcome.FAIL:
+                    break
+        except HarnessError as error:
+            verdicts.append(Verdict(Kind.INVARIANT, rule.label, Outcome.FAIL, reason=str(error)))
+            continue
+        verdicts.append(invariant_verdict(rule.label, findings))
     return verdicts
 
 

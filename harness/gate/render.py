@@ -8,12 +8,10 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-import numpy as np
-
 from ..counts import KEYS
+from .calibration import Calibration, table
 from .decide import (
     BaselineFinding,
-    Calibration,
     CountFinding,
     Outcome,
     PairedDecision,
@@ -119,12 +117,23 @@ def _counts(findings: Sequence[CountFinding]) -> str:
 
 def _ratio(finding: RatioFinding) -> str:
     relation = "<=" if finding.at_most else ">="
-    text = (
+    return (
         f"ratio {finding.point:.2f}x, {finding.confidence:.0%} CI [{finding.low:.2f}, "
         f"{finding.high:.2f}] vs {relation} {finding.threshold:g}x "
-        f"({finding.slower_samples} and {finding.faster_samples} samples)"
+        f"({finding.blocks} interleaved blocks, {finding.slower_samples} and "
+        f"{finding.faster_samples} samples)"
     )
-    return text + (f"; why: {finding.why}" if finding.why else "")
+
+
+def _ratios(findings: Sequence[RatioFinding]) -> str:
+    """An invariant's measurement, its confirming re-run, then why the rule holds."""
+    first, *again = findings
+    text = _ratio(first)
+    if again:
+        text += f"; confirming re-run: {_ratio(again[-1])}"
+        if again[-1].outcome != Outcome.FAIL:
+            text += " (not confirmed)"
+    return text + (f"; why: {first.why}" if first.why else "")
 
 
 def paired(decision: PairedDecision, delta: float, floor_s: float, confidence: float) -> str:
@@ -158,8 +167,8 @@ def describe(verdict: Verdict) -> str:
         parts.insert(0, why)
     if verdict.counts:
         parts.append(_counts(verdict.counts))
-    if verdict.ratio is not None:
-        parts.append(_ratio(verdict.ratio))
+    if verdict.ratios:
+        parts.append(_ratios(verdict.ratios))
     if verdict.baseline is not None:
         parts.append(_baseline(verdict.baseline))
     return "; ".join(parts)
@@ -185,39 +194,38 @@ def markdown(verdicts: Sequence[Verdict], title: str = "scanbench gate") -> str:
 
 
 def calibration_markdown(calibration: Calibration) -> str:
-    """The false-alarm (or detection) rate, per rule with the smallest slowdown each
-    measurement could detect, then every repetition."""
-    rate = calibration.failing_repetitions / calibration.repetitions
-    what = (
-        "false alarms (identical code on both sides)"
-        if calibration.slowdown == 1.0
-        else f"detections of an injected {calibration.slowdown:g}x slowdown"
-    )
+    """The false-alarm rate (and, with a planted slowdown, the detection rate), the table
+    per rule (`scanbench.gate.calibration.table`), then every repetition."""
     lines = [
         "## scanbench gate calibration",
         "",
-        f"{what}: **{calibration.failing_repetitions} of {calibration.repetitions}** "
-        f"repetitions ({rate:.0%}); each repetition = every [[baseline]] rule, interleaved, "
-        "with fresh workers and its own seed.",
-        "",
-        "| rule | repetitions failing | first measurement suspect (before confirmation) "
-        "| smallest detectable slowdown (median over repetitions) |",
-        "| --- | --- | --- | --- |",
+        f"false alarms (identical code on both sides): **{calibration.failing_repetitions} "
+        f"of {calibration.repetitions}** repetitions",
     ]
-    everything = [v for verdicts in calibration.verdicts for v in verdicts]
-    for rule in dict.fromkeys(v.rule for v in everything):
-        mine = [v for v in everything if v.rule == rule]
-        failing = sum(v.outcome == Outcome.FAIL for v in mine)
-        findings = [v.baseline for v in mine if v.baseline is not None]
-        suspect = sum(finding.measurements[0].suspect for finding in findings)
-        detectable = [finding.measurements[0].detectable for finding in findings]
-        smallest = f"{float(np.median(detectable)):.3f}x" if detectable else "-"
-        lines.append(
-            f"| {rule} | {failing} of {len(mine)} | {suspect} of {len(mine)} | {smallest} |"
-        )
-    lines += ["", "| repetition | rule | outcome | numbers |", "| --- | --- | --- | --- |"]
-    for index, verdicts in enumerate(calibration.verdicts):
-        lines += [f"| {index} | {v.rule} | {v.outcome} | {_cell(describe(v))} |" for v in verdicts]
+    if calibration.slowdown != 1.0:
+        lines += [
+            "",
+            f"detections of a planted {calibration.slowdown:g}x slowdown: "
+            f"**{calibration.detecting_repetitions} of {calibration.repetitions}** repetitions",
+        ]
+    lines += [
+        "",
+        "Each repetition = every [[baseline]] rule, interleaved, with fresh workers and its "
+        "own seed; the smallest slowdown caught is what each A/A measurement could have "
+        "flagged.",
+        "",
+        table(calibration.to_json()),
+        "",
+        "| repetition | code | rule | outcome | numbers |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    planted = f"slowed {calibration.slowdown:g}x"
+    for kind, runs in (("identical", calibration.verdicts), (planted, calibration.slowed)):
+        for index, verdicts in enumerate(runs):
+            lines += [
+                f"| {index} | {kind} | {v.rule} | {v.outcome} | {_cell(describe(v))} |"
+                for v in verdicts
+            ]
     return "\n".join([*lines, ""])
 
 

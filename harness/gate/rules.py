@@ -7,8 +7,8 @@
     count_size = "smoke"         # the size counts are taken at
     scenarios = ["tridiagonal"]  # whose counts --update-counts records (default: the rules')
     count_exclude = ["mppi_tuning/sequential-eager"]
-    confidence = 0.99            # bootstrap confidence of every time decision
-    blocks = 20                  # --against: interleaved blocks per cell ...
+    confidence = 0.99            # confidence of every time decision (exact intervals)
+    blocks = 20                  # interleaved blocks per invariant and --against cell ...
     samples_per_block = 5        # ... of at least this many calls per side
     block_time_s = 0.1           # ... and enough calls to fill this many seconds
     delta = 0.10                 # --against: allowed slowdown (10%) unless a rule says
@@ -17,13 +17,14 @@
     pin_workers = true           # --against/--aa: both sides' workers on the same one CPU
     worker_pairs = 2             # ... k workers per side, blocks shared round robin
 
-    [[invariant]]                # within one run: `slower` takes >= factor x `faster`
-                                 # (or, with `within = N` instead: at most N x)
+    [[invariant]]                # interleaved in one job: `slower` takes >= factor x
+                                 # `faster` (or, with `within = N` instead: at most N x)
     scenario = "tridiagonal"
     size = "smoke"
     faster = "scanned-time-major"
     slower = "scanned-issue"
     factor = 2.0
+    worker_pairs = 1             # optional, default [settings] worker_pairs (also blocks)
 
     [[baseline]]                 # --against REV: this cell may not slow down
     scenario = "tridiagonal"
@@ -47,6 +48,25 @@ from typing import Any
 
 from ..api import InputError, UnknownNameError
 from ..counts import BREAKDOWNS, GATED
+from ..statistics import median_bound_indices
+
+
+def fewest_blocks(confidence: float) -> int:
+    """The fewest blocks whose per-block ratios bound their median on both sides at
+    ``confidence`` (8 at 99%): with fewer, no outcome but *inconclusive* is possible."""
+    count = 1
+    while median_bound_indices(count, confidence)[0] < 0:
+        count += 1
+    return count
+
+
+def _enough_blocks(blocks: int, confidence: float, where: str) -> None:
+    fewest = fewest_blocks(confidence)
+    if blocks < fewest:
+        raise InputError(
+            f"{where} = {blocks}: too few blocks to bound a median ratio at confidence "
+            f"{confidence:g}; give at least {fewest}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +80,10 @@ class Settings:
             sources, e.g. ``"bench/scenario.py:SCENARIO"``, relative to the directory
             scanbench runs in); default: every scenario the rules name.
         count_exclude: ``scenario/backend`` left out of ``--update-counts``.
-        confidence: the confidence of every time decision (bootstrap intervals).
-        blocks: interleaved blocks per baseline comparison.
+        confidence: the confidence of every time decision (exact order-statistic
+            intervals of the median per-block ratio).
+        blocks: interleaved blocks per invariant and baseline comparison (at least
+            `fewest_blocks` for the confidence: 8 at 99%).
         samples_per_block: at least this many calls per side and block ...
         block_time_s: ... and enough calls to fill this many seconds.
         delta: allowed slowdown of a ``[[baseline]]`` rule unless the rule says.
@@ -99,6 +121,7 @@ class Settings:
             raise InputError(f"[settings] floor_s must be >= 0, got {self.floor_s}")
         if not 0.5 < self.confidence < 1:
             raise InputError(f"[settings] confidence must be in (0.5, 1), got {self.confidence}")
+        _enough_blocks(self.blocks, self.confidence, "[settings] blocks")
 
     @classmethod
     def types(cls) -> dict[str, type]:
@@ -131,8 +154,8 @@ class CountRule:
 
 @dataclasses.dataclass(frozen=True)
 class Invariant:
-    """Within one run, ``slower`` takes at least ``factor`` x the time of ``faster``
-    (``within``: at most that many times; exactly one of the two is set)."""
+    """Measured interleaved in one job, ``slower`` takes at least ``factor`` x the time
+    of ``faster`` (``within``: at most that many times; exactly one of the two is set)."""
 
     scenario: str
     size: str
@@ -142,10 +165,26 @@ class Invariant:
     within: float | None = None
     dtype: str | None = None
     why: str = ""
+    worker_pairs: int | None = None  # None: [settings] worker_pairs
+    blocks: int | None = None  # None: [settings] blocks
+    name: str | None = None  # the scenario's name when ``scenario`` is a source (the label)
+
+    def settings(self, settings: Settings) -> Settings:
+        """The gate's settings with this rule's own worker pairs and blocks."""
+        own = {"worker_pairs": self.worker_pairs, "blocks": self.blocks}
+        return dataclasses.replace(settings, **{k: v for k, v in own.items() if v is not None})
+
+    def cells(self) -> dict[str, BaselineRule]:
+        """The two cells as the interleaved measurement takes them: ``faster`` in the
+        baseline's place, ``slower`` in the candidate's (ratios slower / faster)."""
+        return {
+            side: BaselineRule(self.scenario, backend, self.size, 0.0, 0.0, self.dtype)
+            for side, backend in (("baseline", self.faster), ("candidate", self.slower))
+        }
 
     @property
     def label(self) -> str:
-        where = f"{self.scenario}/{self.size}"
+        where = f"{self.name or self.scenario}/{self.size}"
         if self.within is not None:
             return f"{where}: {self.slower} within {self.within:g}x of {self.faster}"
         return f"{where}: {self.faster} >= {self.factor:g}x faster than {self.slower}"
@@ -228,6 +267,15 @@ def _positive(value: float, where: str) -> float:
     return float(value)
 
 
+def _own_blocks(raw: dict, settings: Settings, where: str) -> None:
+    """A rule's own ``worker_pairs`` and ``blocks``: positive, and enough blocks."""
+    for key in ("worker_pairs", "blocks"):
+        if key in raw:
+            _positive(raw[key], f"{where} {key}")
+    if "blocks" in raw:
+        _enough_blocks(raw["blocks"], settings.confidence, f"{where} blocks")
+
+
 def load_gates(path: str | Path) -> Gates:
     """Parse and validate a gate file and its counts file (which may not exist yet).
 
@@ -250,7 +298,14 @@ def load_gates(path: str | Path) -> Gates:
             raw,
             where,
             {"scenario": str, "size": str, "faster": str, "slower": str},
-            {"factor": float, "within": float, "dtype": str, "why": str},
+            {
+                "factor": float,
+                "within": float,
+                "dtype": str,
+                "why": str,
+                "worker_pairs": int,
+                "blocks": int,
+            },
         )
         if ("factor" in raw) == ("within" in raw):
             raise InputError(
@@ -259,6 +314,7 @@ def load_gates(path: str | Path) -> Gates:
         for key in ("factor", "within"):
             if key in raw:
                 raw[key] = _positive(raw[key], f"{where} {key}")
+        _own_blocks(raw, settings, where)
         invariants.append(Invariant(**raw))
     baselines = []
     for index, raw in enumerate(data.get("baseline", [])):
@@ -269,9 +325,7 @@ def load_gates(path: str | Path) -> Gates:
             {"scenario": str, "backend": str, "size": str},
             {"dtype": str, "delta": float, "floor_s": float, "worker_pairs": int, "blocks": int},
         )
-        for key in ("worker_pairs", "blocks"):
-            if key in raw:
-                _positive(raw[key], f"{where} {key}")
+        _own_blocks(raw, settings, where)
         delta = _positive(raw.pop("delta", settings.delta), f"{where} delta")
         floor = float(raw.pop("floor_s", settings.floor_s))
         if not math.isfinite(floor) or floor < 0:

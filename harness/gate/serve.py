@@ -17,8 +17,8 @@ are timed by the *candidate's* timing loop (``timing.py`` beside this file's fol
 by path under a private package name, whatever ROOT holds): each waits for the whole
 output, as in the cell worker.
 ``cpus`` in the spec pins the worker to those CPUs before anything is imported.
-``slowdown`` in the spec (test-only) multiplies every timed sample by that factor, to
-measure the gate's detection rate of exactly that slowdown (see `slowed`).
+``slowdown`` in the spec (test-only) makes every timed call really that factor slower, to
+measure the gate's detection rate of that slowdown (see `slowed`).
 
 Standard library only at the top: it runs before ROOT's code is on the path.
 """
@@ -100,16 +100,90 @@ def measured_package() -> str:
     return getattr(module, "__file__", "") or ""
 
 
-def slowed(samples: list[float], factor: float) -> list[float]:
-    """Samples of a call ``factor`` x slower (test-only: the gate's detection rate).
+SIZING_S = 0.1  # a block of calls while a planted slowdown is sized (at least 5 calls)
+SIZING_ROUNDS = 4
 
-    The samples are scaled rather than the call stretched by spinning after it: spinning
-    leaves the CPU to nothing else for a while between calls, and XLA:CPU's thread pool
-    then runs the next call faster (its idle threads no longer compete with it on the
-    pinned CPU), so a spin injects less than it asks for (performance log, 2026-11-22).
-    Scaling injects exactly the slowdown asked for, on top of the workload's real
-    noise."""
-    return samples if factor == 1.0 else [value * factor for value in samples]
+
+def busy(iterations: int) -> int:
+    """A fixed amount of pure-Python work: ``iterations`` turns of a loop whose every
+    turn costs the same (small integers only)."""
+    flip = 0
+    for _ in range(iterations):
+        flip ^= 1
+    return flip
+
+
+def busy_iterations(seconds: float, clock=None) -> int:
+    """The `busy` iterations that take ``seconds`` of this process's CPU time (``clock``,
+    default ``time.process_time``): from 1,000, rescaled three times by the median of 5
+    timings at the current count (so that the loop's own overhead is counted at the
+    size it will run at)."""
+    import statistics
+    import time
+
+    clock = clock or time.process_time
+    iterations = 1000
+    for _ in range(3):
+        timings = []
+        for _ in range(5):
+            start = clock()
+            busy(iterations)
+            timings.append(clock() - start)
+        took = statistics.median(timings)
+        iterations = max(1, round(iterations * seconds / took)) if took > 0 else iterations
+    return iterations
+
+
+def realized(run, slower, prepared, count: int, timing, before=None) -> float:
+    """This worker's slowed calls over its plain ones: blocks of ``count`` calls in the
+    order plain, slowed, slowed, plain (drift cancels), each median taken over both."""
+    import statistics
+
+    plain, slow = [], []
+    for calls in (run, slower, slower, run):
+        (plain if calls is run else slow).extend(
+            timing.sample(calls, prepared, count, before=before)
+        )
+    return statistics.median(slow) / statistics.median(plain)
+
+
+def slowed(run, prepared, factor: float, timing, before=None):
+    """``run`` made really ``factor`` x slower (test-only: the gate's detection rate):
+    after each call's output is ready, a fixed number of `busy` iterations, sized before
+    the timed blocks so that this worker's calls take ``factor`` x as long as its plain
+    calls, in wall time, as the gate measures them.
+
+    The first guess is (factor - 1) x the call's CPU time (`busy_iterations`); then, for
+    `SIZING_ROUNDS` rounds, blocks of plain and slowed calls are timed (`realized`) and
+    the iterations rescaled by what was planted over what was realized. Measuring the
+    effect, not only the work, matters: extra host work between calls changes how fast
+    the next call runs (XLA:CPU's idle threads, the caches), and on a busy machine a
+    longer call is preempted more often, so the same work realized 1.10x for an asked
+    1.05x on one cell and half of it on another. The candidate side then really runs
+    slower, on the same pinned CPU, timed by the same loop; the calibration reports the
+    ratio the gate measured beside ``factor``."""
+    import statistics
+    import time
+
+    if factor == 1.0:
+        return run
+    (first,) = timing.sample(run, prepared, 1, before=before)
+    count = min(1000, max(5, int(SIZING_S / first) if first > 0 else 1000))
+    call_s = statistics.median(
+        timing.sample(run, prepared, count, clock=time.process_time, before=before)
+    )
+    iterations = busy_iterations((factor - 1.0) * call_s)
+
+    def slower(ready):
+        output = timing.call_and_wait(run, ready)
+        busy(iterations)
+        return output
+
+    for _ in range(SIZING_ROUNDS):
+        excess = realized(run, slower, prepared, count, timing, before) - 1.0
+        scale = (factor - 1.0) / excess if excess > 0 else 4.0
+        iterations = max(1, round(iterations * min(4.0, max(0.25, scale))))
+    return slower
 
 
 def jax_version() -> str:
@@ -166,8 +240,11 @@ def serve(spec: dict, scenario, channel) -> None:
     to_reference = getattr(backend, "to_reference", lambda value: value)
     check = getattr(checks, "check_of", lambda s, b, p: s.check)(scenario, backend, prepared)
     checks.checked_error(check, to_reference(output), expected, dtype)
-    factor = float(spec.get("slowdown", 1.0))
-    (warm_s,) = timing.sample(backend.run, prepared, 1, before=setup)  # warm-up: sizes blocks
+    call = slowed(backend.run, prepared, float(spec.get("slowdown", 1.0)), timing, setup)
+    # warm-up, timed: sizes the blocks (the median of the last 3 of 5: the first calls
+    # after a compile are slower, and one call preempted on a busy machine made a block
+    # of 11 calls where 75 fill it)
+    warm_s = sorted(timing.sample(call, prepared, 5, before=setup)[2:])[1]
     versions = {"jax": jax_version(), "jaxlib": jaxlib_version(), "python": sys.version.split()[0]}
     reply = {
         "ready": True,
@@ -184,8 +261,7 @@ def serve(spec: dict, scenario, channel) -> None:
             channel.write(json.dumps(_facts(backend, prepared)) + "\n")
             channel.flush()
             continue
-        samples = timing.sample(backend.run, prepared, int(request["samples"]), before=setup)
-        samples = slowed(samples, factor)
+        samples = timing.sample(call, prepared, int(request["samples"]), before=setup)
         channel.write(json.dumps({"samples": samples}) + "\n")
         channel.flush()
 

@@ -21,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..api import InputError
 from ..cells import Cell
 from ..cells import cell as selected_cell
@@ -31,7 +29,7 @@ from ..import_path import with_import_root
 from ..sampling import TimingConfig
 from ..sources import shortest
 from ..statistics import median_interval
-from .decide import paired_decision
+from .decide import block_ratios, paired_decision
 from .environments import Environment, probe, requirement_venv
 from .interleave import Side, measure_blocks, project_root
 from .rules import BaselineRule, Settings
@@ -65,19 +63,13 @@ class CellComparison:
     count_errors: tuple[str, ...] = ()
 
 
-def _ratios(blocks: Mapping[str, list[list[float]]]) -> list[float]:
-    base = [float(np.median(block)) for block in blocks["baseline"]]
-    cand = [float(np.median(block)) for block in blocks["candidate"]]
-    return [c / b for b, c in zip(base, cand, strict=True)]
-
-
-def _verdict(rule, settings: Settings, blocks, seed) -> tuple[Change, Any, Any]:
+def _verdict(rule, settings: Settings, blocks) -> tuple[Change, Any, Any]:
     confidence = settings.confidence
     slower = paired_decision(
-        blocks["baseline"], blocks["candidate"], rule.delta, rule.floor_s, confidence, seed
+        blocks["baseline"], blocks["candidate"], rule.delta, rule.floor_s, confidence
     )
     faster = paired_decision(
-        blocks["candidate"], blocks["baseline"], rule.delta, rule.floor_s, confidence, seed
+        blocks["candidate"], blocks["baseline"], rule.delta, rule.floor_s, confidence
     )
     verdict = SLOWER if slower.suspect else FASTER if faster.suspect else SAME
     return verdict, slower, faster
@@ -140,19 +132,19 @@ def compare_cell(
         for side, env in sides.items()
     }
     blocks = measure_blocks(rule, served, settings, seed, timeout_s).blocks
-    verdict, slower, _ = _verdict(rule, settings, blocks, seed)
+    verdict, slower, _ = _verdict(rule, settings, blocks)
     detail = ""
     if verdict != SAME:  # as the gate does: a change must show twice, in fresh processes
         again = measure_blocks(rule, served, settings, seed + 1, timeout_s).blocks
-        confirmed, _, _ = _verdict(rule, settings, again, seed + 1)
+        confirmed, _, _ = _verdict(rule, settings, again)
         if confirmed != verdict:
             detail = f"first measurement said {verdict}; the re-run did not confirm it"
             verdict = SAME
         else:
             detail = "confirmed by a re-run in fresh processes"
             blocks = {side: blocks[side] + again[side] for side in blocks}
-    ratios = _ratios(blocks)
-    low, high = median_interval(ratios, settings.confidence, seed)
+    ratios = block_ratios(blocks["baseline"], blocks["candidate"])
+    low, high = median_interval(ratios, settings.confidence)
     difference = slower.difference_s
     detail = (
         f"difference {difference * 1e6:+.1f} us; " + detail

@@ -33,10 +33,8 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from ..api import HarnessError, InputError
-from ..gate.decide import PairedDecision, paired_decision
+from ..gate.decide import PairedDecision, block_ratios, paired_decision
 from ..gate.explain import COUNTED, Difference, Facts, differences
 from ..gate.interleave import SIDES, ServedCell, Side, measure_blocks, worktree
 from ..gate.rules import BaselineRule, Settings
@@ -267,17 +265,12 @@ def count_differences(
     )
 
 
-def upper_bound(
-    blocks: Mapping[str, Sequence[Sequence[float]]], confidence: float, seed: int
-) -> float:
+def upper_bound(blocks: Mapping[str, Sequence[Sequence[float]]], confidence: float) -> float:
     """One-sided upper ``confidence`` bound of the median of per-block ratios (candidate
-    block median / baseline block median), the mirror of `paired_decision`'s lower one."""
-    base = np.asarray([np.median(block) for block in blocks["baseline"]])
-    cand = np.asarray([np.median(block) for block in blocks["candidate"]])
-    ratios = cand / base
-    if len(ratios) < 2:
-        return float(np.median(ratios))
-    return median_interval(ratios, confidence, seed, "less")[1]
+    block median / baseline block median), the mirror of `paired_decision`'s lower one
+    (inf: too few blocks for one)."""
+    ratios = block_ratios(blocks["baseline"], blocks["candidate"])
+    return median_interval(ratios, confidence, "less")[1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -311,10 +304,9 @@ def time_step(
             how.factor - 1,
             rule.floor_s,
             settings.confidence,
-            seed,
         )
         decisions.append(decision)
-        uppers.append(upper_bound(pooled, settings.confidence, seed))
+        uppers.append(upper_bound(pooled, settings.confidence))
         evidence = TimeEvidence(
             how.factor,
             rule.floor_s,
