@@ -265,6 +265,7 @@ def at_scale(path: Path) -> str:
         f"\n\n*By `docs/at_scale.py` on {env.get('cpu_model', '?')} "
         f"({env.get('cpu_count', '?')} cores), jax {(env.get('versions') or {}).get('jax')}, "
         f"{when}; the queue wait is the cluster's, not measured here.*"
+    )
 
 
 def gate_calibration(path: Path) -> str:
