@@ -17,6 +17,7 @@ from scanbench.cells import Cell
 from scanbench.cli.main import main
 from scanbench.execution import executors, gathering, shards
 from scanbench.gathered import by_kind, environment_of, shard_of
+from scanbench.history.costs import earlier_costs
 from scanbench.invocation import CommandLine, Invocation, Plan
 from scanbench.results import Run, load_run, write_run
 from scanbench.sampling import TimingConfig
@@ -93,12 +94,12 @@ def test_the_model_and_an_earlier_results_file_set_the_costs(tmp_path):
     record = _record(cells[1], 0.05)
     record = dataclasses.replace(record, extra={"phases_s": {"sampling": 7.0, "start": 2.5}})
     write_run(earlier, Run(_environment("a"), Invocation(), (record,)))
-    chosen = shards.split(cells, 2, TIMING, True, "cell", str(earlier))
+    chosen = shards.split(cells, 2, TIMING, True, "cell", earlier_costs(str(earlier), TIMING, True))
     assert chosen.costs == (round(fixed + 0.2, 3), 9.5)
     assert chosen.costs_from == "results earlier.json"
     assert chosen.expected_s == (9.5, 3.2)
     with pytest.raises(InputError, match=r"--shard-costs .*results file or a history"):
-        shards.split(cells, 2, TIMING, True, "cell", str(tmp_path / "missing.json"))
+        earlier_costs(str(tmp_path / "missing.json"), TIMING, True)
 
 
 def test_the_run_id_is_the_same_everywhere_unless_given():

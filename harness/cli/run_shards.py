@@ -119,11 +119,13 @@ def check(args: argparse.Namespace) -> None:
 
 def _split(args: argparse.Namespace, invocation, count: int, run_id: str | None):
     from ..execution import shards
+    from ..history.costs import earlier_costs
 
     plan = invocation.plan
-    return shards.split(
-        plan.cells, count, plan.timing, plan.probes, args.shard_by, args.shard_costs, run_id
-    )
+    earlier = None
+    if args.shard_costs is not None:
+        earlier = earlier_costs(args.shard_costs, plan.timing, plan.probes)
+    return shards.split(plan.cells, count, plan.timing, plan.probes, args.shard_by, earlier, run_id)
 
 
 def shard(args: argparse.Namespace, invocation):

@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..api import InputError, StoreError
+from ..api import InputError
 from ..cells import Cell
 from ..invocation import Invocation, ShardFacts
 from ..sampling import TimingConfig
@@ -152,56 +152,6 @@ def record_cost(record) -> float | None:
     return record.wall_s if record.wall_s and math.isfinite(record.wall_s) else None
 
 
-def earlier_costs(
-    path: str | Path, timing: TimingConfig, probes: bool
-) -> tuple[dict[tuple, float], str]:
-    """``{cell key: seconds}`` measured before, and how to name their origin: a results
-    file (`record_cost`), or a history directory (per cell its newest entry's median x
-    samples plus the model's fixed part).
-
-    Raises:
-        InputError: the path is neither.
-    """
-    from ..results import load_run  # the store: only when asked
-
-    source = Path(path)
-    if source.is_dir():
-        from ..history.archive import load as load_history
-
-        history = load_history(source)
-        newest: dict[tuple, tuple[str, float]] = {}
-        fixed = STARTUP_S + (COUNTING_S if probes else 0.0)
-        for entry in history.entries:
-            for point in entry.cells:
-                if not point.timed:
-                    continue
-                key = _point_key(point)
-                when = entry.measured_at or ""
-                seconds = fixed + point.median * max(point.samples, 1)
-                if key not in newest or when >= newest[key][0]:
-                    newest[key] = (when, min(seconds, fixed + timing.max_time_s * 2))
-        return {key: seconds for key, (_, seconds) in newest.items()}, f"history {source.name}"
-    try:
-        run = load_run(source)
-    except StoreError as error:
-        raise InputError(
-            f"--shard-costs {str(path)!r}: give a results file or a history directory ({error})"
-        ) from None
-    costs = {}
-    for record in run.records:
-        seconds = record_cost(record)
-        if seconds is not None:
-            costs[record.key] = seconds
-    return costs, f"results {source.name}"
-
-
-def _point_key(point) -> tuple:
-    """`scanbench.api.Record.key` of a history cell."""
-    key = (point.scenario, point.backend, point.size, point.dtype, point.seed, point.devices)
-    key = (*key, tuple(sorted(point.params))) if point.params else key
-    return key if point.cache == "warm" else (*key, point.cache)
-
-
 def expected_costs(
     cells: Sequence[Cell],
     timing: TimingConfig,
@@ -302,10 +252,11 @@ def split(
     timing: TimingConfig,
     probes: bool,
     unit: str = "table",
-    costs_path: str | None = None,
+    earlier: tuple[Mapping[tuple, float], str] | None = None,
     run_id: str | None = None,
 ) -> Split:
-    """The split of a run's cells into ``count`` shards (see the module doc).
+    """The split of a run's cells into ``count`` shards (see the module doc); ``earlier``:
+    seconds measured before and where they came from (`scanbench.history.costs`).
 
     Raises:
         InputError: a bad unit, count, run id or costs file.
@@ -315,10 +266,8 @@ def split(
             f"--run-id must be 1-128 letters, digits, '.', '_' or '-' (starting with a letter "
             f"or digit), got {run_id!r}"
         )
-    earlier, costs_from = (None, MODEL)
-    if costs_path is not None:
-        earlier, costs_from = earlier_costs(costs_path, timing, probes)
-    costs = expected_costs(cells, timing, probes, earlier)
+    measured, costs_from = earlier if earlier is not None else (None, MODEL)
+    costs = expected_costs(cells, timing, probes, measured)
     positions = assign(cells, costs, count, unit)
     versions = {cell.scenario: scenario_version(cell.source) for cell in cells}
     return Split(
