@@ -40,6 +40,7 @@ WIDTH = 100  # the layout's text block, as wide as the code
 EXIT_MEANINGS: dict[str, dict[int, str]] = {
     "*": {
         2: "a usage or input error: one line on stderr naming what is wrong, never a traceback",
+        70: "a crash (a bug in scanbench): its traceback and one line on stderr",
     },
     "interrupted": {
         130: "interrupted by Ctrl-C (SIGINT); the cells finished are saved",
@@ -256,13 +257,15 @@ def _saves_on_signals(source: str) -> bool:
 
 
 def exit_codes_by_command() -> dict[str, set[int]]:
-    """Every command's exit codes: those its handler returns, 2 for every command (a
-    usage or input error, `scanbench.cli.main`), and 130 and 143 for those that reach the
+    """Every command's exit codes: those its handler returns, 2 and 70 for every command
+    (a usage or input error, a crash: `scanbench.cli.main`), and 130 and 143 for those that reach the
     code that turns SIGINT and SIGTERM into a clean stop."""
+    from scanbench.cli.main import CRASHED
+
     out = {}
     for name, module in _modules().items():
         path = Path(inspect.getsourcefile(module))
-        codes = _returns_of(path) | {2}
+        codes = _returns_of(path) | {2, CRASHED}
         if _reaches(path, _saves_on_signals):
             codes |= {130, 143}
         out[name] = codes
