@@ -19,7 +19,7 @@ held to two more conditions:
    alone puts change points on many flat series at the noise a shared machine shows,
    scale 3 on almost none, and both still find a 1.3x step at its commit (the figures:
    performance log, 2026-11-25, "History: the change-point penalty";
-   ``tests/test_history_changes.py`` checks a sample of it against bounds that allow for
+   ``tests/history/test_history_changes.py`` checks a sample of it against bounds that allow for
    the sample's error);
 2. each change must move the level (median of the segment's medians) by at least
    ``min_factor`` (5% by default, asv's regression threshold), and the intervals must

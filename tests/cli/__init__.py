@@ -1,0 +1,1 @@
+"""Tests of the command line: whole runs, nothing lost, fuzzed inputs."""

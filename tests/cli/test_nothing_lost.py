@@ -1,0 +1,267 @@
+"""Nothing lost, nothing hidden: interrupted runs keep their cells and resume, workers die
+with their run, crashed cells are shown, outputs and inputs are checked at the door."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scanbench.cli.main import main
+from scanbench.execution.journal import journal_path, read_journal
+from scanbench.results import load_run
+from tests.support.paths import DATA, REPO_ROOT, SCENARIO_FILES
+
+ROOT = REPO_ROOT
+TOY = str(SCENARIO_FILES / "toy.py")
+
+
+def scanbench(*args: str, **kwargs) -> subprocess.Popen:
+    command = [sys.executable, "-m", "scanbench.cli.main", *args]
+    return subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    )
+
+
+def run_toy(out: Path, backends: list[str], *extra: str) -> list[str]:
+    args = [
+        "run",
+        "--scenario-file",
+        TOY,
+        "--size",
+        "smoke",
+        "--min-time",
+        "0.01",
+        "--max-time",
+        "0.2",
+    ]
+    args += [a for b in backends for a in ("--backend", b)]
+    return [*args, "--out", str(out), "--quiet", "--no-probes", *extra]
+
+
+def wait_for_records(journal: Path, count: int, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if journal.exists() and len(read_journal(journal)[2]) >= count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{journal} did not reach {count} records")
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "overlap"),
+    [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)],
+    ids=["sigint-one-at-a-time", "sigterm-two-at-a-time"],
+)
+def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code, overlap):
+    """One cell at a time: `good` saved, `hang` running, `delayed` not started. Two at a
+    time (`scanbench.execution.overlap`): `good` and `hang` start together; the signal stops
+    `hang`'s worker from the runner's thread pool and nothing it ended is saved."""
+    out = tmp_path / "run.json"
+    backends = ["good", "hang"] if overlap else ["good", "hang", "delayed"]
+    extra = () if overlap else ("--no-overlap",)
+    process = scanbench(*run_toy(out, backends, "--timeout", "6", *extra))
+    wait_for_records(journal_path(out), 1)
+    time.sleep(0.5)  # the hanging cell is running now
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stderr
+    assert f"interrupted: 1 of {len(backends)} cells saved in {out}" in stderr
+    assert f"scanbench run --resume {out}" in stderr and "Traceback" not in stderr
+    assert [r.backend for r in load_run(out).records] == ["good"]
+    resumed = scanbench("run", "--resume", str(out), "--quiet")
+    _, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 1, stderr  # the hanging cell fails (timeout), as stored
+    assert "resuming" in stderr and f"{len(backends) - 1} of {len(backends)} cells to run" in stderr
+    records = load_run(out).records
+    assert [r.backend for r in records] == backends
+    assert "timeout" in records[1].error
+    if not overlap:
+        assert records[2].status == "ok"
+    assert not journal_path(out).exists()  # complete: the results file holds everything
+    again = scanbench("run", "--resume", str(out), "--quiet")
+    _, stderr = again.communicate(timeout=60)
+    assert f"nothing to resume: all {len(backends)} cells" in stderr
+
+
+def test_resume_refuses_another_environment_without_force(tmp_path):
+    out = tmp_path / "run.json"
+    # a long timeout: the run must be interrupted while "hang" runs, even on a loaded machine
+    process = scanbench(*run_toy(out, ["good", "hang"], "--timeout", "40"))
+    wait_for_records(journal_path(out), 1)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    journal = journal_path(out)
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["environment"]["git_commit"] = "0" * 40
+    journal.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    refused = scanbench("run", "--resume", str(out), "--quiet")
+    _, stderr = refused.communicate(timeout=60)
+    assert refused.returncode == 2
+    assert "cannot resume" in stderr and "git_commit '0000" in stderr and "--force" in stderr
+
+
+def test_a_killed_run_takes_its_worker_and_temp_folder_with_it(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    out = tmp_path / "run.json"
+    env = dict(os.environ, TMPDIR=str(temp))
+    process = scanbench(*run_toy(out, ["hang"], "--timeout", "120"), env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(temp.glob("scanbench-cell-*/spec.json")):
+        time.sleep(0.1)
+    (folder,) = temp.glob("scanbench-cell-*")
+    time.sleep(1.0)  # the worker has started
+    workers = subprocess.run(
+        ["pgrep", "-f", f"scanbench.execution.worker cell {folder}"], capture_output=True, text=True
+    ).stdout.split()
+    assert workers, "no worker found"
+    process.kill()
+    process.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (folder.exists() or _alive(workers)):
+        time.sleep(0.1)
+    assert not _alive(workers), "the worker outlived its run"
+    assert not folder.exists(), "the worker's temp folder was left behind"
+
+
+def _alive(pids: list[str]) -> bool:
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(int(pid), 0)
+            status = Path(f"/proc/{pid}/status").read_text()
+            alive.append("State:\tZ" not in status)
+        except (ProcessLookupError, FileNotFoundError):
+            alive.append(False)
+    return any(alive)
+
+
+def test_crashed_cells_are_shown_in_their_table_with_the_signal(tmp_path):
+    out = tmp_path / "run.json"
+    md = tmp_path / "run.md"
+    process = scanbench(*run_toy(out, ["good", "segfault", "crash"], "--md", str(md)))
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr
+    records = {r.backend: r for r in load_run(out).records}
+    crashed = records["segfault"]
+    assert crashed.status == "failed" and crashed.size_params == {"n": 8}
+    assert "killed by SIGSEGV (signal 11)" in crashed.error
+    assert "about to crash" in crashed.error  # the end of its stderr
+    assert "worker exited with code 3" in records["crash"].error
+    text = md.read_text()
+    assert "Not compared" not in text
+    assert "- **segfault** failed: worker killed by SIGSEGV" in text
+    glance = text.split("## At a glance", 1)[1].split("##", 1)[0]
+    assert "| 2 " in glance  # failed / skipped counted
+
+
+def test_outputs_are_checked_before_anything_runs(tmp_path, capsys):
+    existing = tmp_path / "old.json"
+    existing.write_text("precious")
+    assert main(run_toy(existing, ["good"])) == 2
+    assert "exists; give another path, --force" in capsys.readouterr().err
+    assert existing.read_text() == "precious"
+    same = tmp_path / "s.json"
+    assert main(run_toy(same, ["good"], "--md", str(same))) == 2
+    assert "must be different files" in capsys.readouterr().err
+    assert not same.exists()
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("x = (\n", ":1: syntax error: '(' was never closed"),
+        ("import numpy\nimport not_a_module_xyz\n", ":2: ModuleNotFoundError"),
+        ("def f():\n    raise RuntimeError('boom')\n\nf()\n", ":2: RuntimeError: boom"),
+    ],
+)
+def test_a_broken_scenario_file_is_one_line_with_its_line(tmp_path, capsys, source, message):
+    path = tmp_path / "mine.py"
+    path.write_text(source)
+    assert main(["run", "--scenario-file", str(path), "--size", "smoke"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}{message}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--min-time", "nan"),
+        ("--seed", "99999999999999999999"),
+        ("--seed", "-1"),
+        ("--warmup", "-2"),
+    ],
+)
+def test_cli_numbers_are_validated(capsys, option, value):
+    assert main(["run", "--size", "smoke", option, value]) == 2
+    err = capsys.readouterr().err
+    assert f"{option} must be" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_report_never_overwrites_its_input(tmp_path, capsys):
+    source = DATA / "toy-failed.json"
+    copy = tmp_path / "in.json"
+    copy.write_text(source.read_text())
+    assert main(["report", str(copy), "--md", str(copy)]) == 2
+    assert "neither one of the results files" in capsys.readouterr().err
+    assert load_run(copy).records  # untouched
+
+
+def test_a_signal_whose_exception_was_swallowed_still_stops_the_run():
+    """A Ctrl-C that lands in a callback whose exceptions Python ignores (logging's
+    after-fork hook while a worker starts: seen once as 'Exception ignored in:
+    _releaseLock', and the run went on) is raised right after the worker starts, and the
+    worker is stopped."""
+    from scanbench.execution.interrupts import Interrupted, signals_raise
+    from scanbench.execution.processes import run_worker_process
+
+    with signals_raise():
+        handler = signal.getsignal(signal.SIGINT)
+        with contextlib.suppress(Interrupted):  # what an ignored-exception callback does
+            handler(signal.SIGINT, None)
+        started = time.perf_counter()
+        with pytest.raises(Interrupted) as raised:
+            run_worker_process([sys.executable, "-c", "import time; time.sleep(60)"], {}, 120)
+        assert raised.value.exit_code == 130
+        assert time.perf_counter() - started < 30  # stopped, not waited for
+    with signals_raise():  # a new block starts with nothing pending
+        finished = run_worker_process([sys.executable, "-c", "pass"], dict(os.environ), 60)
+        assert finished.returncode == 0
+
+
+def test_a_worker_leaves_a_multi_process_run_before_skipping_the_teardown(monkeypatch):
+    """`scanbench.execution.worker.leave` exits with ``os._exit`` (its result is already on disk),
+    but first shuts the multi-process run down, as JAX's own exit hook would."""
+    import jax
+
+    import scanbench.execution.worker as worker
+    from scanbench.sharding.distributed import COORDINATOR
+
+    calls: list = []
+
+    def fake_exit(code):
+        calls.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(jax.distributed, "shutdown", lambda: calls.append("shutdown"))
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setenv(COORDINATOR, "127.0.0.1:1")
+    with pytest.raises(SystemExit):
+        worker.leave(3)
+    assert calls == ["shutdown", 3]
+    monkeypatch.delenv(COORDINATOR)
+    with pytest.raises(SystemExit):
+        worker.leave(0)
+    assert calls == ["shutdown", 3, 0]  # one process: nothing to shut down

@@ -1,0 +1,1 @@
+"""Tests of the project as a whole: the manual, the layout, the wheel."""

@@ -1,0 +1,1 @@
+"""Tests of scanbench's top-level modules: timing, statistics, results."""

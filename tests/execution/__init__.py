@@ -1,0 +1,1 @@
+"""Tests of scanbench.execution: cells in workers, budgets and shards."""

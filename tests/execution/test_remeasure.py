@@ -1,0 +1,125 @@
+"""A disturbed cell is measured again; a cell whose samples had a slow spell is disturbed,
+shown so in the reports, and the gate does not decide on it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from scanbench.api import Record
+from scanbench.cells import Selection
+from scanbench.execution import runner
+from scanbench.execution.interference import Interference, SetAside, with_slow_spell
+from scanbench.execution.remeasure import SET_ASIDE_STAGE, remeasured
+from scanbench.reports import markdown
+from scanbench.reports.model import build
+from scanbench.results import load_run
+from scanbench.sources import file_source
+from tests.support.paths import SCENARIO_FILES
+from tests.support.scenario_files import spells as planted
+
+SPELLS = str(SCENARIO_FILES / "spells.py")
+CLEAN = Interference(probe_before_s=0.005, probe_after_s=0.005, cores=2)
+
+
+def record(samples: tuple[float, ...], interference: Interference, **fields) -> Record:
+    base = {"scenario": "s", "backend": "b", "strategy": "sequential", "engine": "numpy"}
+    base |= {"size": "smoke", "dtype": "float64", "seed": 0, "status": "ok"}
+    return Record(
+        samples_s=samples,
+        stats={"median": sorted(samples)[len(samples) // 2]} if samples else {},
+        interference=interference.to_json(),
+        extra={"phases_s": {"sampling": 0.5, "counting": 0.25}},
+        **{**base, **fields},
+    )
+
+
+STEADY = tuple(1e-3 * (1 + 0.01 * (i % 3)) for i in range(40))
+SPELL = STEADY[:10] + tuple(2 * t for t in STEADY[10:20]) + STEADY[20:]
+DISTURBED = record(SPELL, with_slow_spell(CLEAN, SPELL, seed=0))
+UNDISTURBED = record(STEADY, with_slow_spell(CLEAN, STEADY, seed=0))
+
+
+def scripted(*records: Record):
+    """A ``measure_once`` that returns ``records`` in turn, and how often it was called."""
+    calls = []
+
+    def measure_once() -> Record:
+        calls.append(None)
+        return records[len(calls) - 1]
+
+    return measure_once, calls
+
+
+def test_a_slow_spell_makes_a_cell_disturbed_with_its_extent():
+    spell = Interference.from_json(DISTURBED.interference).slow_spell
+    assert DISTURBED.disturbed and (spell.first, spell.last, spell.samples) == (10, 19, 40)
+    assert DISTURBED.interference["reasons"] == [spell.describe()]
+    assert DISTURBED.interference["slow_spell"]["share"] == 0.25
+    assert not UNDISTURBED.disturbed and UNDISTURBED.interference["slow_spell"] is None
+
+
+def test_a_disturbed_cell_is_measured_again_and_the_first_undisturbed_kept():
+    lines = []
+    measure_once, calls = scripted(DISTURBED, UNDISTURBED, DISTURBED)
+    kept = remeasured(measure_once, 2, lines.append)
+    assert len(calls) == 2 and kept.samples_s == STEADY and not kept.disturbed
+    (aside,) = Interference.from_json(kept.interference).set_aside
+    assert aside.samples_s == SPELL and aside.median_s == DISTURBED.stats["median"]
+    assert aside.interference.slow_spell.first == 10 and aside.wall_s == 0.75
+    assert kept.extra["phases_s"][SET_ASIDE_STAGE] == 0.75
+    assert lines == [f"s/b/smoke: disturbed ({DISTURBED.interference['reasons'][0]}); "
+                     "measuring it again (1 of 2)"]  # fmt: skip
+
+
+def test_a_cell_disturbed_every_time_keeps_its_last_measurement_marked():
+    measure_once, calls = scripted(DISTURBED, DISTURBED, DISTURBED, UNDISTURBED)
+    kept = remeasured(measure_once, 2)
+    assert len(calls) == 3 and kept.disturbed
+    assert len(Interference.from_json(kept.interference).set_aside) == 2
+
+
+def test_a_measurement_again_that_fails_keeps_the_one_before_and_the_failure():
+    failed = record((), CLEAN, status="failed", error="TimeoutError: cell timed out")
+    measure_once, calls = scripted(DISTURBED, failed)
+    kept = remeasured(measure_once, 2)
+    assert len(calls) == 2 and kept.samples_s == SPELL and kept.disturbed
+    (aside,) = Interference.from_json(kept.interference).set_aside
+    assert aside == SetAside("failed", "TimeoutError: cell timed out", CLEAN, (), None, 0.75)
+
+
+def test_only_a_disturbed_timed_cell_is_measured_again():
+    failed = record((), CLEAN, status="failed", error="boom")
+    for first in (UNDISTURBED, failed, dataclasses.replace(DISTURBED, samples_s=())):
+        measure_once, calls = scripted(first, UNDISTURBED)
+        assert remeasured(measure_once, 2) is first and len(calls) == 1
+    measure_once, calls = scripted(DISTURBED, UNDISTURBED)
+    assert remeasured(measure_once, 0) is DISTURBED and len(calls) == 1
+
+
+def test_a_run_measures_a_planted_spell_again_and_reports_it(tmp_path):
+    """Through the real run's cells: workers, the timing loop, the spell test in the runner.
+    The ``planted`` backend slows itself 5x for a quarter of its 40 samples in every
+    worker, so both measurements are disturbed and the second is kept, marked."""
+    size = planted.SCENARIO.size("obvious")
+    selection = Selection((file_source(SPELLS),), ("planted",), ("obvious",), seed=1)
+    invocation = runner.plan(
+        selection,
+        timing=planted.timing(size["samples"]),
+        timeout_s=120,
+        probes=False,
+        remeasure=1,
+    )
+    out = tmp_path / "spells.json"
+    runner.execute(invocation, out, {"platform": "cpu"})  # the environment: not needed
+    run = load_run(out)
+    (cell,) = run.records
+    first, last = planted.window(size["samples"], seed=1)
+    spell = Interference.from_json(cell.interference).slow_spell
+    assert cell.disturbed and spell is not None, cell.samples_s
+    assert abs(spell.first - first) <= 1 and abs(spell.last - last) <= 1, cell.samples_s
+    (aside,) = Interference.from_json(cell.interference).set_aside
+    assert aside.interference.slow_spell is not None and len(aside.samples_s) == 40
+    assert cell.extra["phases_s"][SET_ASIDE_STAGE] > 0
+    text = markdown.render(build([run]))
+    assert "(disturbed)" in text and f"slow spell: samples {spell.first + 1}-" in text
+    assert "**planted**: measured 2 times; the numbers are of the last (also disturbed)" in text

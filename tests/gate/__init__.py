@@ -1,0 +1,1 @@
+"""Tests of scanbench.gate: the regression gate and the environment A/B."""

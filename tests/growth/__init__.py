@@ -1,0 +1,1 @@
+"""Tests of scanbench.growth: sweeps along axes and grown runs."""

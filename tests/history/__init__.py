@@ -1,0 +1,1 @@
+"""Tests of scanbench.history: the store, changes, dashboard, bisection."""

@@ -1,0 +1,1 @@
+"""Tests of scanbench.probes: counts of programs whose answers are known."""

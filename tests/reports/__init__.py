@@ -1,0 +1,1 @@
+"""Tests of scanbench.reports: reports drawn from stored results files."""

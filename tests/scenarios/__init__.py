@@ -1,0 +1,1 @@
+"""Tests of the bundled scenarios and of workloads of known bottleneck."""

@@ -1,0 +1,1 @@
+"""Tests of scanbench.sharding: several (virtual CPU) devices."""

@@ -1,0 +1,1 @@
+"""What several tests share: helpers, scenario files and stored runs."""
