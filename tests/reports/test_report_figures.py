@@ -21,8 +21,11 @@ def _one_size(run: Run, size: str = "smoke", baseline: bool = True) -> Run:
     invocation = run.invocation
     if not baseline:
         records = tuple(r for r in records if r.strategy != "sequential")
-        facts = {k: {**v, "baseline": None} for k, v in invocation["scenarios"].items()}
-        invocation = {**invocation, "scenarios": facts}
+        facts = {
+            name: dataclasses.replace(fact, baseline=None)
+            for name, fact in invocation.scenarios.items()
+        }
+        invocation = dataclasses.replace(invocation, scenarios=facts)
     return dataclasses.replace(run, records=records, invocation=invocation)
 
 
