@@ -119,14 +119,15 @@ def compile_reference(lowered: Any, compiler_options: Mapping[str, Any] | None =
     doc). Nobody reads a reference's compile time."""
     options = dict(compiler_options or {})
     directory = os.environ.get(CACHE_ENV)
-    if not directory or compile_cache_folder() is not None:
+    # a folder others can write is refused whichever cache then serves the compile
+    folder = check_owned(directory, f"${CACHE_ENV}") if directory else None
+    if folder is None or compile_cache_folder() is not None:
         # an executable loaded from JAX's cache cannot be serialized again ("function
         # ... not found" when loaded back): the run's folder is for when it is off
         with unmeasured():
             return lowered.compile(options)
     from jax.experimental import serialize_executable
 
-    folder = check_owned(directory, f"${CACHE_ENV}")
     path = folder / f"{_key(lowered, options)}.pickle"
     if path.is_file():
         check_owned(path, "a kept reference executable", directory=False)

@@ -217,7 +217,10 @@ def execute(
             new = False  # a later stage's journal is this run's own
         following = grown.next_stage(invocation, records)
         if following is None:
-            return Run(environment, invocation, _ordered(plan.cells, records))
+            run = Run(environment, invocation, _ordered(plan.cells, records))
+            if not out.exists():  # nothing to measure (an empty shard): still a results file
+                write_run(out, run)
+            return run
         invocation = following
         progress.total = len(_plan_of(invocation, out).cells)
         write_run(out, Run(environment, invocation, _ordered(invocation.plan.cells, records)))

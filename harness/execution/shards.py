@@ -186,7 +186,7 @@ def assign(
     shards: list[list[int]] = [[] for _ in range(count)]
     for _, positions in units:
         target = min(range(count), key=lambda k: (loads[k], k))
-        loads[target] = round(loads[target] + sum(costs[i] for i in positions), 3)
+        loads[target] += sum(costs[i] for i in positions)  # IEEE sums: the same everywhere
         shards[target].extend(positions)
     return [sorted(positions) for positions in shards]
 

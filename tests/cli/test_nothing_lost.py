@@ -67,7 +67,7 @@ def test_an_interrupted_run_keeps_its_cells_and_resumes(tmp_path, signum, code, 
     out = tmp_path / "run.json"
     backends = ["good", "hang"] if overlap else ["good", "hang", "delayed"]
     extra = () if overlap else ("--no-overlap",)
-    process = scanbench(*run_toy(out, backends, "--timeout", "6", *extra))
+    process = scanbench(*run_toy(out, backends, "--timeout", "20", *extra))
     wait_for_records(journal_path(out), 1)
     time.sleep(0.5)  # the hanging cell is running now
     process.send_signal(signum)

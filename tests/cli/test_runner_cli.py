@@ -27,7 +27,7 @@ def test_run_with_failing_cells(tmp_path):
     backends = ["good", "wrong", "wrong-later", "crash", "hang", "default-only"]
     command = [sys.executable, "-m", "scanbench.cli.main", "run", "--scenario-file", TOY]
     command += [arg for name in backends for arg in ("--backend", name)]
-    command += ["--size", "smoke", "--min-time", "0.01", "--max-time", "0.2", "--timeout", "8"]
+    command += ["--size", "smoke", "--min-time", "0.01", "--max-time", "0.2", "--timeout", "20"]
     command += ["--out", str(out), "--md", str(md)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr

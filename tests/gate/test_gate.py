@@ -295,7 +295,7 @@ def test_a_planted_slowdown_is_extra_work_sized_to_what_it_realizes(monkeypatch)
     done = []
 
     class Timing:
-        def sample(self, run, prepared, count, clock=None):
+        def sample(self, run, prepared, count, clock=None, before=None):
             done.clear()
             run(prepared)  # a slowed call runs its busy loop once
             extra = done[-1] * 2e-8 if done else 0.0  # 20 ns of wall time per iteration
