@@ -258,8 +258,8 @@ def _saves_on_signals(source: str) -> bool:
 
 def exit_codes_by_command() -> dict[str, set[int]]:
     """Every command's exit codes: those its handler returns, 2 and 70 for every command
-    (a usage or input error, a crash: `scanbench.cli.main`), and 130 and 143 for those that reach the
-    code that turns SIGINT and SIGTERM into a clean stop."""
+    (a usage or input error, a crash: `scanbench.cli.main`), and 130 and 143 for those
+    that reach the code that turns SIGINT and SIGTERM into a clean stop."""
     from scanbench.cli.main import CRASHED
 
     out = {}
