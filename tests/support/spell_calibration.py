@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from scanbench.cells import Selection
 from scanbench.execution import runner
 from scanbench.execution.interference import Interference
 from scanbench.results import Run, load_run
@@ -36,25 +37,20 @@ SOURCE = file_source(str(SCENARIO_FILES / "spells.py"))
 def measure(size: str, cells: int, out: Path) -> Run:
     """``cells`` seeds x (steady, planted) at ``size``, in one run."""
     samples = scenario.SCENARIO.size(size)["samples"]
-    chosen, invocation = None, {}
     planned = []
+    invocation = None
     for seed in range(cells):
-        chosen, invocation = runner.plan(
-            [SOURCE],
-            ["steady", "planted"],
-            [size],
-            None,
-            seed=seed,
-            devices=[None],
+        selection = Selection((SOURCE,), ("steady", "planted"), (size,), seed=seed)
+        invocation = runner.plan(
+            selection,
             timing=scenario.timing(samples),
             timeout_s=600,
             probes=False,
             remeasure=0,
         )
-        planned += chosen.cells
-    chosen = dataclasses.replace(chosen, cells=tuple(planned))
-    invocation = {**invocation, **chosen.to_json(), "seeds": list(range(cells))}
-    return runner.run(chosen, invocation, out)
+        planned += invocation.plan.cells
+    plan = dataclasses.replace(invocation.plan, cells=tuple(planned))
+    return runner.run(dataclasses.replace(invocation, plan=plan), out, force=True)
 
 
 def table(run: Run) -> str:
