@@ -241,7 +241,7 @@ def _at_scale_rows(data: dict) -> list[tuple[str, str]]:
         ("a node's fixed cost: collecting its environment", f"{data['environment_s']:.1f} s"),
         (f"gather of the {nodes} shard files", f"{data['gather_s']:.2f} s"),
         ("wall time: longest node + fixed cost + gather", f"{wall:.0f} s + queue wait"),
-        (f"merged results file ({data['samples']} samples)", _bytes(data["merged_bytes"])),
+        ("merged results file", f"{_bytes(data['merged_bytes'])} ({data['samples']:,} samples)"),
         ("loading it", f"{data['load_s']:.2f} s"),
         ("its markdown report", f"{data['report_s']:.1f} s"),
         ("`history add` of it", f"{data['history_add_s']:.2f} s"),

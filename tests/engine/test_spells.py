@@ -118,9 +118,11 @@ def recorded(path: str, scenario: str, backend: str) -> list[float]:
 
 
 def test_a_recorded_spell_is_found_and_its_shuffles_are_not():
-    """``sequential-jax-sync`` in the committed smoke run: its first 118 of 760 samples
+    """``sequential-jax-sync`` in the smoke run of 2026-11-25: its first 118 of 760 samples
     took 12-18 ms, the next three 9.0, 6.5 and 4.8 ms, the rest about 2 ms."""
-    samples = recorded("docs/results/smoke.json", "tridiagonal", "sequential-jax-sync")
+    samples = recorded(
+        "tests/support/data/results-2026-11-25/smoke.json", "tridiagonal", "sequential-jax-sync"
+    )
     spell = find_spell(samples, seed=0)
     assert spell is not None and spell.first == 0 and 117 <= spell.last <= 120
     assert spell.factor > 5
