@@ -16,7 +16,7 @@ A run of ``--cells`` cells over ``--nodes`` nodes, simulated from a real results
    time to read a history of ``--entries`` such entries (what every ``history report``
    reads).
 
-``python docs/at_scale.py --out docs/results/at-scale.json`` (under the heavy lock: it
+``python docs/at_scale.py --out docs/results/estimates/at-scale.json`` (under the heavy lock: it
 times things) does it for the manual's smoke and default runs. The page's figure
 (``docs/figures.py``, ``at-scale``) renders that file.
 """
@@ -148,7 +148,7 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=50)
     parser.add_argument("--entries", type=int, default=100)
-    parser.add_argument("--out", default=str(ROOT / "docs/results/at-scale.json"))
+    parser.add_argument("--out", default=str(ROOT / "docs/results/estimates/at-scale.json"))
     args = parser.parse_args()
     paths = args.results or [ROOT / "docs/results/smoke.json", ROOT / "docs/results/default.json"]
     figures = {
