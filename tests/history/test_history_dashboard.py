@@ -5,13 +5,10 @@ first, linked to its commit; self-contained) and rendered by a real headless Chr
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import re
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,26 +25,9 @@ from tests.history.test_history_changes import (
     synthetic_runs,
     write_runs,
 )
+from tests.support.import_root import own_import_root
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@contextlib.contextmanager
-def own_import_root():
-    """`main` puts the directory it runs in first on the import path of this process and
-    of every process it starts (``PYTHONPATH`` in ``os.environ``): undone afterwards, so
-    that a later test's subprocess does not import this checkout's folders."""
-    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", "SCANBENCH_IMPORT_ROOT")}
-    path = list(sys.path)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        sys.path[:] = path
 
 
 @pytest.fixture(autouse=True)

@@ -25,24 +25,7 @@ from scanbench.history import archive, changes, dashboard, series, summary
 from scanbench.history.entry import HISTORY_VERSION, Commit, Entry, Setup
 from scanbench.results import write_run
 from tests.history.test_history_changes import commit_facts, sha, synthetic_run
-
-
-@contextlib.contextmanager
-def own_import_root():
-    """`main` puts the directory it runs in first on the import path of this process and
-    of every process it starts (``PYTHONPATH`` in ``os.environ``): undone afterwards, so
-    that a later test's subprocess does not import this checkout's folders."""
-    saved = {key: os.environ.get(key) for key in ("PYTHONPATH", "SCANBENCH_IMPORT_ROOT")}
-    path = list(sys.path)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        sys.path[:] = path
+from tests.support.import_root import own_import_root
 
 
 @pytest.fixture(autouse=True)
