@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from scanbench.probes.rates import (
+    FAULT_BYTES,
     device_flops_per_s,
     fault_cost,
     host_flops_per_s,
@@ -25,8 +26,11 @@ def test_the_device_chain_runs_on_whatever_device_jax_gives():
 
 
 def test_a_page_fault_costs_something_and_maps_at_least_a_page():
-    cost = fault_cost(nbytes=8 * 2**20, repeats=3)
-    assert cost["fault_s"] > 0 and cost["fault_bytes"] >= 4096
+    """At the run's own size: a smaller buffer may be served from glibc's heap after the
+    first free, and then it faults in no repeat."""
+    cost = fault_cost(nbytes=FAULT_BYTES, repeats=5)
+    assert cost["fault_s"] > 0
+    assert 4096 <= cost["fault_bytes"] < FAULT_BYTES  # faults were counted
 
 
 def test_the_notebook_api_skips_the_arithmetic():
