@@ -32,7 +32,9 @@ A cell is also disturbed when its samples, in the order taken, had a *slow spell
 slowing down in the middle of the cell while the probe read the same before and after.
 
 A cell is *disturbed* when any threshold below is crossed or a slow spell is found; the
-run measures it again (`scanbench.execution.launcher.remeasured`), the reports mark it
+run measures it again (`scanbench.execution.remeasure`) unless other programs are still
+busy right after it (`still_busy`: measured again, it would be disturbed the same way, at
+the cost of a whole cell; a parallel test run disturbed nearly every cell so), the reports mark it
 and the gate refuses to decide an invariant on it. On a system without ``/proc`` only the probe
 is measured. A cell that keeps every core busy itself (XLA's thread pool, a sharded
 backend's device per core) is not disturbed: more tasks than cores were runnable, but
@@ -69,6 +71,7 @@ FAST_EVERY_S = 0.05
 FAST_SAMPLES = 20
 SAMPLE_EVERY_S = 0.2
 MIN_LOAD_SAMPLES = 4  # fewer samples than this (a stage under ~0.15 s): load not judged
+PERSIST_SAMPLES = 10  # the check that other programs still run, before measuring again
 NAMED_OTHERS = 3  # the reason names this many of the other runnable tasks, most seen first
 PROBE_REPEATS = 7
 
@@ -145,17 +148,18 @@ def running_threads(pid: int) -> int:
     return sum(state == "R" for state in thread_states(pid) or ())
 
 
-def runnable_tasks(exclude_pid: int, exclude_tid: int) -> list[tuple[str, int]]:
-    """(name, pid) of every task in state R on the machine, except the threads of process
-    ``exclude_pid`` and the task ``exclude_tid`` (the caller): ~1.5 ms for ~80 tasks."""
-    found = []
+def _pids() -> list[int]:
     try:
-        pids = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
     except OSError:
-        return found
+        return []
+
+
+def _runnable_in(pids: list[int], exclude_tid: int) -> list[tuple[str, int]]:
+    """(name, pid) of every task of processes ``pids`` in state R, except the task
+    ``exclude_tid`` (the caller)."""
+    found = []
     for pid in pids:
-        if pid == exclude_pid:
-            continue
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
@@ -167,6 +171,89 @@ def runnable_tasks(exclude_pid: int, exclude_tid: int) -> list[tuple[str, int]]:
             if state is not None and state[1] == "R":
                 found.append((state[0], pid))
     return found
+
+
+def runnable_tasks(exclude_pid: int, exclude_tid: int) -> list[tuple[str, int]]:
+    """(name, pid) of every task in state R on the machine, except the threads of process
+    ``exclude_pid`` and the task ``exclude_tid`` (the caller): ~1.5 ms for ~80 tasks."""
+    return _runnable_in([pid for pid in _pids() if pid != exclude_pid], exclude_tid)
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process (``/proc/<pid>/stat``)."""
+    parents = {}
+    for pid in _pids():
+        stat = _read(f"/proc/{pid}/stat")
+        if stat:
+            parents[pid] = int(stat.rpartition(")")[2].split()[1])
+    return parents
+
+
+def _tree(root: int, parents: dict[int, int]) -> set[int]:
+    """``root`` and every process descended from it."""
+    children = collections.defaultdict(list)
+    for pid, parent in parents.items():
+        children[parent].append(pid)
+    tree, stack = set(), [root]
+    while stack:
+        pid = stack.pop()
+        if pid not in tree:
+            tree.add(pid)
+            stack.extend(children[pid])
+    return tree
+
+
+def foreign_runnable(root: int, exclude_tid: int) -> list[tuple[str, int]]:
+    """(name, pid) of every task in state R that is not of process ``root`` or of one of
+    its descendants (a run's own workers), except the task ``exclude_tid`` (the caller)."""
+    parents = _parents()
+    return _runnable_in(sorted(set(parents) - _tree(root, parents)), exclude_tid)
+
+
+def busy_machine(interference: Interference) -> bool:
+    """Disturbed by other programs: more tasks than cores were runnable and at least
+    `OTHERS` of them, on average, were not the cell's (the rule of `assess`)."""
+    return (
+        interference.load_samples >= MIN_LOAD_SAMPLES
+        and interference.cores is not None
+        and (interference.runnable_mean or 0.0) > interference.cores
+        and (interference.others_mean or 0.0) >= OTHERS
+    )
+
+
+def still_busy(
+    interference: Interference,
+    root: int | None = None,
+    samples: int = PERSIST_SAMPLES,
+    every_s: float = FAST_EVERY_S,
+) -> str | None:
+    """Why measuring a cell again now would be disturbed the same way, or None: the cell
+    was disturbed by other programs (`busy_machine`) and, sampled ``samples`` times every
+    ``every_s`` right after it, tasks that are not of this run (process ``root``, by
+    default this one, and its workers) are still runnable, `OTHERS` or more on average.
+    A slow spell, steal or drift alone is not judged here: those pass."""
+    if not busy_machine(interference) or procs_running() is None:
+        return None
+    root = os.getpid() if root is None else root
+    me = threading.get_native_id()
+    counts, seen = [], collections.Counter()
+    for index in range(samples):
+        if index:
+            time.sleep(every_s)
+        others = foreign_runnable(root, me)
+        counts.append(len(others))
+        seen.update(set(others))
+    mean = float(np.mean(counts))
+    if mean < OTHERS:
+        return None
+    named = tuple(
+        OtherTask(name, pid, count)
+        for (name, pid), count in sorted(seen.items(), key=lambda item: (-item[1], item[0]))
+    )
+    return (
+        f"not measured again: the machine was still busy after it ({mean:.1f} runnable "
+        f"tasks not this run's on average{_named(named, samples)})"
+    )
 
 
 def load_average() -> float | None:

@@ -36,7 +36,7 @@ from ..statistics import summarize_scaled
 from ..units import format_duration, format_seconds
 from ..xla_options import merge, refusal_message, refusals
 from .heartbeat import PROGRESS_FILE, heartbeat
-from .interference import Interference, with_slow_spell
+from .interference import Interference, still_busy, with_slow_spell
 from .interrupts import raise_if_interrupted
 from .overlap import Machine, is_stopped, run_worker
 from .processes import Finished, run_worker_process, stderr_tail
@@ -333,7 +333,7 @@ def measuring(
                 cell, timing, timeout_s, environment, probes, emit, count_parts, machine
             )
 
-        return remeasured(once, remeasure, emit)
+        return remeasured(once, remeasure, emit, still_busy)
 
     return measure
 

@@ -4,7 +4,9 @@ the ones set aside are stored with it.
 A cell is *disturbed* when the machine was busy while it ran or its samples had a slow
 spell (`scanbench.execution.interference`). Its median may then describe the disturbance
 rather than the code, so the run measures it again, in a fresh worker as the first time,
-up to ``times`` more times, and keeps:
+up to ``times`` more times, unless the programs that disturbed it are still running right
+after it (`scanbench.execution.interference.still_busy`: the reason is added to the cell's,
+and it is not measured again), and keeps:
 
 - the first measurement that is not disturbed;
 - else (every measurement disturbed) the last one that succeeded, still marked
@@ -54,20 +56,44 @@ def _reasons(record: Record) -> str:
     return "; ".join(record.interference.get("reasons", ())) or "disturbed"
 
 
+def _label(record: Record) -> str:
+    return f"{record.scenario}/{record.backend}/{record.size}"
+
+
+def _interference(record: Record) -> Interference:
+    return Interference.from_json(dict(record.interference or {}))
+
+
+def _with_reason(record: Record, reason: str) -> Record:
+    """``record`` with one more reason it is disturbed."""
+    interference = _interference(record)
+    interference = dataclasses.replace(interference, reasons=(*interference.reasons, reason))
+    return dataclasses.replace(record, interference=interference.to_json())
+
+
 def remeasured(
     measure_once: Callable[[], Record],
     times: int = REMEASURE,
     emit: Callable[[str], None] | None = None,
+    still_busy: Callable[[Interference], str | None] | None = None,
 ) -> Record:
     """``measure_once()``, again while the cell is disturbed, up to ``times`` more times
     (see the module doc for which measurement is kept); ``emit`` gets a line each time
-    the cell is measured again."""
+    the cell is measured again. Before measuring again, ``still_busy(interference)``
+    (`scanbench.execution.interference.still_busy` in a run) may say why the next
+    measurement would be disturbed the same way: then the cell is not measured again and
+    that reason is added to its own."""
     attempts = [measure_once()]
     while needs_another(attempts[-1]) and len(attempts) <= times:
+        busy = still_busy(_interference(attempts[-1])) if still_busy is not None else None
+        if busy is not None:
+            attempts[-1] = _with_reason(attempts[-1], busy)
+            if emit is not None:
+                emit(f"{_label(attempts[-1])}: disturbed ({_reasons(attempts[-1])})")
+            break
         if emit is not None:
-            label = f"{attempts[-1].scenario}/{attempts[-1].backend}/{attempts[-1].size}"
             emit(
-                f"{label}: disturbed ({_reasons(attempts[-1])}); measuring it again "
+                f"{_label(attempts[-1])}: disturbed ({_reasons(attempts[-1])}); measuring it again "
                 f"({len(attempts)} of {times})"
             )
         attempts.append(measure_once())
