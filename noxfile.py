@@ -48,7 +48,7 @@ def tests(session: nox.Session) -> None:
     if session.posargs:
         session.run("pytest", *session.posargs)
         return
-    session.run("pytest", "-q", "-n", "2", "-m", "not solo")
+    session.run("pytest", "-q", "-n", "2", "-m", "not solo", "--durations=25")
     # a solo test compares times taken moments apart; this VM changes speed in spells of
     # seconds, so a solo test that fails is run again (a real regression fails every time)
     session.run("pytest", "-q", "-m", "solo", "--reruns", "2")
