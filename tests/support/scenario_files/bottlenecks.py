@@ -108,6 +108,7 @@ def _inputs(size, seed, dtype):
     return {
         "small": rng.standard_normal(2**10).astype(np.float32),
         "medium": rng.standard_normal(2**12).astype(np.float32),
+        "between": rng.standard_normal(2**11).astype(np.float32),
         "tiny": np.zeros(4, np.float32),
         "rows": rng.standard_normal((32, 2**18)).astype(np.float32),
         "compute": rng.uniform(-1.0, 1.0, COMPUTE_ELEMENTS).astype(np.float32),
@@ -156,9 +157,12 @@ SMALL = _alone(
         "small-executions",
         Strategy.SEQUENTIAL,
         _small_executions,
-        prepare=lambda inputs, size: jax.device_put(inputs["medium"]),
+        # 2^11 floats: 39-53 us of device work each (2026-11-26), under the 100 us of
+        # "small" and more than twice a dispatch; at 2^10 the dispatches took as large a
+        # share, at 2^12 an execution took 114 us in a slow phase of the VM
+        prepare=lambda inputs, size: jax.device_put(inputs["between"]),
     ),
-    200 * 2**13,
+    200 * 2**12,
 )
 COMPUTE = _alone(
     host_backend(
