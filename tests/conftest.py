@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 
 import jax
 import pytest
 
 from scanbench.sources import catalogue, load
+from tests.support.import_root import own_import_root
 
 # float64 cells need 64-bit JAX; float32 cells must stay float32 with it on (the check
 # rejects a silently promoted result), so one process-wide setting serves both.
@@ -56,12 +56,5 @@ def _import_root_restored():
     """``scanbench.cli.main`` called in this process puts its directory first on the
     import path (``PYTHONPATH``, ``SCANBENCH_IMPORT_ROOT``, ``sys.path``) for every process
     it starts: undone after each test, so a later subprocess test imports what it means to."""
-    keys = ("PYTHONPATH", "SCANBENCH_IMPORT_ROOT")
-    saved, path = {key: os.environ.get(key) for key in keys}, list(sys.path)
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-    sys.path[:] = path
+    with own_import_root():
+        yield

@@ -30,12 +30,6 @@ from tests.support.import_root import own_import_root
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(autouse=True)
-def _own_import_root():
-    with own_import_root():
-        yield
-
-
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory):
     where = tmp_path_factory.mktemp("dashboard")

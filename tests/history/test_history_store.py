@@ -25,13 +25,6 @@ from scanbench.history import archive, changes, dashboard, series, summary
 from scanbench.history.entry import HISTORY_VERSION, Commit, Entry, Setup
 from scanbench.results import write_run
 from tests.history.test_history_changes import commit_facts, sha, synthetic_run
-from tests.support.import_root import own_import_root
-
-
-@pytest.fixture(autouse=True)
-def _own_import_root():
-    with own_import_root():
-        yield
 
 
 def run_at(index: int, machine: str = "ci-box", **git):
