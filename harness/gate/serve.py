@@ -19,6 +19,8 @@ output, as in the cell worker.
 ``cpus`` in the spec pins the worker to those CPUs before anything is imported.
 ``slowdown`` in the spec (test-only) makes every timed call really that factor slower, to
 measure the gate's detection rate of that slowdown (see `slowed`).
+Nothing a worker compiles is timed, so its reference and its cell compile through the
+persistent compilation cache (``scanbench.compile_cache``; ``$SCANBENCH_COMPILE_CACHE``).
 
 Standard library only at the top: it runs before ROOT's code is on the path.
 """
@@ -228,15 +230,19 @@ def serve(spec: dict, scenario, channel) -> None:
         jax.config.update("jax_enable_x64", True)
     inputs = scenario.make_inputs(size, spec.get("seed", 0), dtype)
     timing, checks = _candidate("timing"), _candidate("checks")
-    expected = scenario.reference(inputs)
-    prepared = backend.prepare(inputs, size)
-    # a stateful or donating backend's setup, untimed before every call (older revisions'
-    # backends have no such field)
-    own_setup = getattr(backend, "setup", None)
-    setup = None if own_setup is None else (lambda: own_setup(prepared))
-    if setup is not None:
-        setup()
-    output = timing.call_and_wait(backend.run, prepared)
+    # the gate times calls, never compiles: the reference and the cell compile through the
+    # persistent cache (scanbench.compile_cache), so a rule's later workers load what its
+    # first one compiled instead of compiling it again (seconds per worker)
+    with _candidate("compile_cache").unmeasured():
+        expected = scenario.reference(inputs)
+        prepared = backend.prepare(inputs, size)
+        # a stateful or donating backend's setup, untimed before every call (older
+        # revisions' backends have no such field)
+        own_setup = getattr(backend, "setup", None)
+        setup = None if own_setup is None else (lambda: own_setup(prepared))
+        if setup is not None:
+            setup()
+        output = timing.call_and_wait(backend.run, prepared)
     to_reference = getattr(backend, "to_reference", lambda value: value)
     check = getattr(checks, "check_of", lambda s, b, p: s.check)(scenario, backend, prepared)
     checks.checked_error(check, to_reference(output), expected, dtype)
