@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.aa:
         calibration = command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
-        text, verdicts = render.calibration_markdown(calibration), []
+        pairs = {rule.label: rule.settings(gates.settings).worker_pairs for rule in gates.baselines}
+        text, verdicts = render.calibration_markdown(calibration, pairs), []
         if args.json:
             write_text_atomic(args.json, json.dumps(stored(calibration, gates), indent=1))
     elif args.against:

@@ -122,13 +122,25 @@ def summary(data: Mapping[str, Any]) -> list[RuleSummary]:
     return rows
 
 
-def table(data: Mapping[str, Any]) -> str:
-    """The calibration table (markdown) from `Calibration.to_json`'s form."""
+def worker_pairs(rules: Sequence[Mapping[str, Any]], default: int) -> dict[str, int]:
+    """``{rule label: its worker pairs}`` from the stored ``[[baseline]]`` rules (their
+    ``dataclasses.asdict`` form, as ``--json`` keeps them) and ``[settings]``' default."""
+    pairs = {}
+    for rule in rules:
+        label = f"{rule.get('name') or rule['scenario']}/{rule['backend']}/{rule['size']}"
+        pairs[label] = int(rule.get("worker_pairs") or default)
+    return pairs
+
+
+def table(data: Mapping[str, Any], pairs: Mapping[str, int] | None = None) -> str:
+    """The calibration table (markdown) from `Calibration.to_json`'s form; with
+    ``pairs`` (`worker_pairs`), a column of each rule's worker pairs."""
     slowdown = float(data["slowdown"])
     planted = slowdown != 1.0
     head = [
         "rule",
         "delta",
+        *(["worker pairs"] if pairs is not None else []),
         "A/A false alarms",
         "A/A first measurements suspect",
         "A/A ratio (median)",
@@ -141,6 +153,7 @@ def table(data: Mapping[str, Any]) -> str:
         cells = [
             row.rule,
             "-" if row.delta is None else f"{row.delta:g}",
+            *([str(pairs.get(row.rule, "?"))] if pairs is not None else []),
             f"{row.false_alarms} of {row.repetitions}",
             f"{row.suspect_first} of {row.repetitions}",
             f"{row.aa_ratio:.3f}x",

@@ -193,9 +193,10 @@ def markdown(verdicts: Sequence[Verdict], title: str = "scanbench gate") -> str:
     return "\n".join(lines)
 
 
-def calibration_markdown(calibration: Calibration) -> str:
+def calibration_markdown(calibration: Calibration, pairs: Mapping[str, int] | None = None) -> str:
     """The false-alarm rate (and, with a planted slowdown, the detection rate), the table
-    per rule (`scanbench.gate.calibration.table`), then every repetition."""
+    per rule (`scanbench.gate.calibration.table`, with each rule's worker ``pairs`` when
+    given), then every repetition."""
     lines = [
         "## scanbench gate calibration",
         "",
@@ -214,7 +215,7 @@ def calibration_markdown(calibration: Calibration) -> str:
         "own seed; the smallest slowdown caught is what each A/A measurement could have "
         "flagged.",
         "",
-        table(calibration.to_json()),
+        table(calibration.to_json(), pairs),
         "",
         "| repetition | code | rule | outcome | numbers |",
         "| --- | --- | --- | --- | --- |",

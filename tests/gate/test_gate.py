@@ -284,6 +284,15 @@ def test_the_calibration_table_is_drawn_from_its_stored_form():
     )
     text = table(data)
     assert "| t/b/smoke | 0.02 | 0 of 10 | 0 of 10 | 1.045x | 9 of 10 | 1.050x |" in text
+    # each rule's worker pairs, from the rules as `--json` stores them
+    from scanbench.gate.calibration import worker_pairs
+
+    stored = [{"scenario": "t", "backend": "b", "size": "smoke", "worker_pairs": None},
+              {"scenario": "t", "backend": "c", "size": "smoke", "worker_pairs": 4}]  # fmt: skip
+    pairs = worker_pairs(stored, default=2)
+    assert pairs == {"t/b/smoke": 2, "t/c/smoke": 4}
+    assert "| rule | delta | worker pairs | A/A false alarms |" in table(data, pairs)
+    assert "| t/b/smoke | 0.02 | 2 | 0 of 10 |" in table(data, pairs)
 
 
 def test_a_planted_slowdown_is_extra_work_sized_to_what_it_realizes(monkeypatch):
