@@ -30,7 +30,8 @@ FENCE = re.compile(r"^(?P<indent> *)```.*?^(?P=indent)```[ \t]*$", re.M | re.S)
 GENERATED = re.compile(r"<!--\s*(figure|scanbench-help|table):.*?<!-- end \1 -->", re.S)
 # a sentence ends at . ! or ? (and any closing markup) followed by a space, except after the
 # usual abbreviations (a name such as `scanbench` may start the next one in lower case)
-END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)(?<!\bcf)(?<=[.!?])[)*_\"']*\s+(?=\S)")
+ABBREVIATIONS = r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bcf\.)"  # with their period
+END = re.compile(ABBREVIATIONS + r"(?<=[.!?])[)*_\"']*\s+(?=\S)")
 
 
 def _blank(match: re.Match) -> str:
@@ -92,10 +93,14 @@ def test_the_checker_splits_sentences_and_finds_a_long_one(tmp_path):
     not prose; a list item is a sentence of its own."""
     page = tmp_path / "page.md"
     long = " ".join(["word"] * (MAX_WORDS + 1)) + "."
+    half = " ".join(["word"] * (MAX_WORDS // 2))
     page.write_text(
         f"# Title\n\nShort one, e.g. this. Another `a. B` one.\n\n- {long}\n\n"
-        f"```text\n{long}\n```\n\n| {long} |\n",
+        f"```text\n{long}\n```\n\n| {long} |\n\n{half}, e.g. {half}, i.e. {half} vs. it.\n",
         encoding="utf-8",
     )
     found = long_sentences(page, tmp_path)
-    assert [line.split(": ")[:2] for line in found] == [["page.md:5", f"{MAX_WORDS + 1} words"]]
+    assert [line.split(": ")[:2] for line in found] == [
+        ["page.md:5", f"{MAX_WORDS + 1} words"],
+        ["page.md:13", f"{3 * (MAX_WORDS // 2) + 4} words"],  # one sentence, abbreviations in
+    ]
