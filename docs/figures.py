@@ -272,13 +272,15 @@ def gate_calibration(path: Path) -> str:
     """The calibration table of a ``scanbench gate --aa --json`` file, with its machine
     and date."""
     from scanbench.gate.calibration import table, worker_pairs
+    from scanbench.gate.rules import BaselineRule
 
     data = json.loads(path.read_text(encoding="utf-8"))
     machine = data["machine"]
     relative = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
     settings = data["settings"]
     repetitions = data["calibration"]["repetitions"]
-    pairs = worker_pairs(data.get("rules") or [], settings.get("worker_pairs", 2))
+    rules = [BaselineRule(**rule) for rule in data.get("rules") or []]  # as --json stores them
+    pairs = worker_pairs(rules, settings["worker_pairs"])
     return (
         f"{table(data['calibration'], pairs)}\n\n*From `{relative}`: {repetitions} repetitions of "
         f"each rule at confidence {settings['confidence']:g}, {settings['blocks']} blocks "

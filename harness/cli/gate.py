@@ -77,6 +77,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..gate import command, decide, github, render
+    from ..gate.calibration import worker_pairs
 
     gates = load_gates(gates_path(args.gates))
     if args.inject_slowdown != 1.0 and not args.aa:
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.aa:
         calibration = command.calibrate(gates, args.aa, args.inject_slowdown, args.timeout)
-        pairs = {rule.label: rule.settings(gates.settings).worker_pairs for rule in gates.baselines}
+        pairs = worker_pairs(gates.baselines, gates.settings.worker_pairs)
         text, verdicts = render.calibration_markdown(calibration, pairs), []
         if args.json:
             write_text_atomic(args.json, json.dumps(stored(calibration, gates), indent=1))

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .decide import Outcome, Verdict
+from .rules import BaselineRule
 
 TRIAL_KEYS = ("ratio", "low", "difference_s", "suspect", "detectable", "blocks")
 
@@ -122,14 +123,9 @@ def summary(data: Mapping[str, Any]) -> list[RuleSummary]:
     return rows
 
 
-def worker_pairs(rules: Sequence[Mapping[str, Any]], default: int) -> dict[str, int]:
-    """``{rule label: its worker pairs}`` from the stored ``[[baseline]]`` rules (their
-    ``dataclasses.asdict`` form, as ``--json`` keeps them) and ``[settings]``' default."""
-    pairs = {}
-    for rule in rules:
-        label = f"{rule.get('name') or rule['scenario']}/{rule['backend']}/{rule['size']}"
-        pairs[label] = int(rule.get("worker_pairs") or default)
-    return pairs
+def worker_pairs(rules: Sequence[BaselineRule], default: int) -> dict[str, int]:
+    """``{rule label: its worker pairs}``: a rule's own, else ``[settings]``' ``default``."""
+    return {rule.label: rule.worker_pairs or default for rule in rules}
 
 
 def table(data: Mapping[str, Any], pairs: Mapping[str, int] | None = None) -> str:

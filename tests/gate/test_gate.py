@@ -284,12 +284,13 @@ def test_the_calibration_table_is_drawn_from_its_stored_form():
     )
     text = table(data)
     assert "| t/b/smoke | 0.02 | 0 of 10 | 0 of 10 | 1.045x | 9 of 10 | 1.050x |" in text
-    # each rule's worker pairs, from the rules as `--json` stores them
+    # each rule's worker pairs: its own, else the settings'
     from scanbench.gate.calibration import worker_pairs
+    from scanbench.gate.rules import BaselineRule
 
-    stored = [{"scenario": "t", "backend": "b", "size": "smoke", "worker_pairs": None},
-              {"scenario": "t", "backend": "c", "size": "smoke", "worker_pairs": 4}]  # fmt: skip
-    pairs = worker_pairs(stored, default=2)
+    rules = [BaselineRule("t", "b", "smoke", 0.02, 1e-5),
+             BaselineRule("t", "c", "smoke", 0.02, 1e-5, worker_pairs=4)]  # fmt: skip
+    pairs = worker_pairs(rules, default=2)
     assert pairs == {"t/b/smoke": 2, "t/c/smoke": 4}
     assert "| rule | delta | worker pairs | A/A false alarms |" in table(data, pairs)
     assert "| t/b/smoke | 0.02 | 2 | 0 of 10 |" in table(data, pairs)

@@ -29,7 +29,7 @@ def test_a_served_cell_compiles_through_the_cache_and_the_next_one_reuses_it(tmp
     assert served_entries(folder) == first  # the second worker found every entry
 
 
-def test_with_the_cache_off_a_served_cell_writes_nothing(tmp_path, monkeypatch):
+def test_with_the_cache_off_a_served_cell_writes_nothing(tmp_path):
     side = Side(REPO_ROOT, environ={CACHE_ENV: "off", "XDG_CACHE_HOME": str(tmp_path)})
     with ServedCell(RULE, side, 120) as served:
         assert np.median(served.samples(3)) > 0
