@@ -113,10 +113,13 @@ def traffic(facts: Facts) -> list[Priced]:
         )
     faults, fault_s = facts.faults_per_call, facts.rates.get("fault_s")
     if faults and faults >= 1 and fault_s:
+        # a base page's fault (the probe since it refused huge pages): a floor of their time
+        floor = " (a base page's: a floor)" if facts.rates.get("fault_kind") else ""
         parts.append(
             Priced(
                 faults * fault_s,
-                f"{faults:,.0f} page faults per call on fresh memory x {fault_s * 1e6:.2g} us",
+                f"{faults:,.0f} page faults per call on fresh memory x "
+                f"{fault_s * 1e6:.2g} us{floor}",
             )
         )
     return parts

@@ -15,12 +15,16 @@ measured in the run, on the same machine, like the unit costs of
   this rate is a floor of its arithmetic time. On a GPU the same chain runs as a jitted
   elementwise function over 2^24 elements on the device (`device_flops_per_s`).
 - **a page fault** (``fault_s``): what touching freshly mapped memory costs per minor
-  fault, over writing memory already touched: a 64 MiB buffer (above glibc's largest
-  mmap threshold, so mapped afresh by every allocation, as a large output is) written
-  fresh against written again, divided by the faults counted (``getrusage``). The
-  kernel's zeroing of each page is in it. With transparent huge pages a fault maps 2 MiB,
-  so the cost is per fault, not per byte, and the cell's faults are counted the same way
-  (`scanbench.probes.usage`).
+  fault of one base page (4 KiB on x86-64): a fresh anonymous 64 MiB mapping with
+  transparent huge pages turned off for it (``MADV_NOHUGEPAGE``) written, against
+  writing memory already touched, divided by the faults counted (``getrusage``). The
+  kernel's zeroing of the page is in it. A fault of a huge page (2 MiB, which NumPy asks
+  for on large arrays) costs more per fault (on this project's VM 181 us against 2.7 us)
+  but less per byte, and a cell's fault count (`scanbench.probes.usage`) does not say
+  which kind it took: priced at a base page's cost, its faults' time is a floor
+  (``fault_kind``), never an overestimate. (Before, the probe wrote a NumPy array and
+  averaged over its mix of huge and base pages, 12.6 us a fault: a JAX cell's base-page
+  faults were priced 4-5x too high, and "memory-bound" claimed 200-370% of a median.)
 - **a NumPy call** (``numpy_call_s``): one ``np.add`` of two 1-element arrays into a
   third, from Python: the fixed cost of a call into a library from a Python loop (its
   argument parsing and dispatch, no work).
@@ -33,6 +37,7 @@ median (calls) of repeated measurements.
 from __future__ import annotations
 
 import functools
+import mmap
 import resource
 import time
 from collections.abc import Callable
@@ -127,29 +132,47 @@ def device_flops_per_s(dtype: str, elements: int = 2**24, rounds: int = 16) -> f
     return 2.0 * STEPS * rounds * elements / best
 
 
-def fault_cost(nbytes: int = FAULT_BYTES, repeats: int = 7) -> dict[str, float]:
-    """Seconds per minor page fault of writing freshly mapped memory, over writing memory
-    already touched, and the bytes one fault mapped on average (see the module doc)."""
-    kept = np.empty(nbytes // 8)
-    kept.fill(0.0)
+def _fresh_pages(nbytes: int) -> mmap.mmap:
+    """A fresh anonymous mapping of base pages (huge pages refused where the kernel has
+    them): every page faults on its first write."""
+    mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):  # Linux; elsewhere there are no huge pages here
+        mapping.madvise(mmap.MADV_NOHUGEPAGE)
+    return mapping
+
+
+def _write(mapping: mmap.mmap, value: float) -> tuple[float, int]:
+    """Seconds and minor faults of writing ``value`` over the whole mapping."""
+    array = np.frombuffer(mapping, dtype=np.float64)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    start = time.perf_counter()
+    array.fill(value)
+    seconds = time.perf_counter() - start
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    del array  # the mapping cannot close while an array holds its buffer
+    return seconds, faults
+
+
+def fault_cost(nbytes: int = FAULT_BYTES, repeats: int = 7) -> dict[str, Any]:
+    """Seconds per minor fault of a base page, over writing memory already touched, and
+    the bytes one fault mapped on average (see the module doc)."""
+    kept = _fresh_pages(nbytes)
+    _write(kept, 0.0)
     warms, colds, faults = [], [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        kept.fill(1.0)
-        warms.append(time.perf_counter() - start)
-        fresh = np.empty(nbytes // 8)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        start = time.perf_counter()
-        fresh.fill(1.0)
-        colds.append(time.perf_counter() - start)
-        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-        del fresh
+        warms.append(_write(kept, 1.0)[0])
+        fresh = _fresh_pages(nbytes)
+        seconds, faulted = _write(fresh, 1.0)
+        colds.append(seconds)
+        faults.append(faulted)
+        fresh.close()
+    kept.close()
     # The best of each, not the median of the differences: another process taking the
     # core during a warm write makes that difference negative, and a busy machine (a
     # parallel test run) does so in most repeats.
     count = max(float(np.median(faults)), 1.0)
     extra = max(min(colds) - min(warms), 0.0)
-    return {"fault_s": extra / count, "fault_bytes": nbytes / count}
+    return {"fault_s": extra / count, "fault_bytes": nbytes / count, "fault_kind": "base page"}
 
 
 def numpy_call_cost(calls: int = NUMPY_CALLS, repeats: int = 7) -> dict[str, float]:
