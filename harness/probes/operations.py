@@ -133,11 +133,36 @@ _ENTRY = re.compile(r"^ENTRY ", re.MULTILINE)
 _CUSTOM_CALL = re.compile(r"^\s+(?:ROOT )?%\S+ = .* custom-call\(", re.MULTILINE)
 
 
+# attributes of the module header that describe the entry computation's parameters and
+# outputs (a donated argument's alias): they do not fit another entry
+_ENTRY_ATTRIBUTES = ("input_output_alias=", "buffer_donor=")
+
+
+def _without_entry_attributes(header: str) -> str:
+    """The ``HloModule`` line without `_ENTRY_ATTRIBUTES` (their values nest braces)."""
+    for name in _ENTRY_ATTRIBUTES:
+        start = header.find(", " + name)
+        if start < 0:
+            continue
+        index, depth = header.index("{", start), 0
+        while True:
+            depth += {"{": 1, "}": -1}.get(header[index], 0)
+            index += 1
+            if depth == 0:
+                break
+        header = header[:start] + header[index:]
+    return header
+
+
 def with_entry(text: str, computation: str) -> str:
-    """The module ``text`` with ``computation`` as its entry computation."""
+    """The module ``text`` with ``computation`` as its entry computation (the old entry's
+    aliasing of donated arguments dropped: it names outputs the new entry does not have)."""
     header = re.compile(r"^%" + re.escape(computation) + r" \(", re.MULTILINE)
     if not header.search(text):
         raise ValueError(f"no computation {computation!r} in the HLO text")
+    module, newline, rest = text.partition("\n")
+    if module.startswith("HloModule "):
+        text = _without_entry_attributes(module) + newline + rest
     return header.sub(lambda match: "ENTRY " + match.group(0), _ENTRY.sub("", text), count=1)
 
 

@@ -106,6 +106,29 @@ def test_a_compiled_scan_counts_every_step():
     assert steps(100).cost_analysis()["flops"] < long.flops / 50  # what XLA alone says
 
 
+def test_a_scan_with_a_donated_argument_counts_every_step():
+    """A donated argument aliases an output of the entry computation (the module header's
+    ``input_output_alias``): a loop body made the entry has no such output, and XLA's
+    parser refused the module until the alias was dropped with the old entry."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    x = jnp.ones(1024, jnp.float32)
+
+    def steps(n):
+        def kernel(x, out):
+            scan = lax.scan(lambda c, _: (jnp.sin(c) * 0.5 + 1.0, None), x, None, length=n)[0]
+            return out.at[:].set(scan), scan.sum()  # a tuple: the alias is at {0}
+
+        return jax.jit(kernel, donate_argnums=1).lower(x, x).compile()
+
+    assert "input_output_alias" in steps(10).as_text()
+    short, long = operations_of(steps(10)), operations_of(steps(100))
+    assert short.error is None and long.error is None, short.error
+    assert (long.transcendentals - short.transcendentals) / 90 == pytest.approx(1024)
+
+
 def test_a_library_routine_is_opaque_and_makes_the_count_a_lower_bound():
     import jax
     import jax.numpy as jnp
