@@ -31,6 +31,9 @@ Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 - ``gate-calibration``: the gate's calibration table from a ``scanbench gate --aa N
   --inject-slowdown F --json PATH`` file (false alarms, detections, smallest slowdown
   caught, per ``[[baseline]]`` rule).
+- ``diagnosis-score``: each JAX backend's lead "What to change" applied and measured
+  (``tests/benchmarks/score_diagnosis.py``'s JSON): predicted and measured gain, the rate
+  at which the lead helped.
 """
 
 from __future__ import annotations
@@ -290,8 +293,56 @@ def gate_calibration(path: Path) -> str:
     )
 
 
+def _gain(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "-"
+    bounds = [f"{bound:.2f}" if bound is not None else "?" for bound in (low, high)]
+    return f"{value:.2f}x [{bounds[0]}, {bounds[1]}]"
+
+
+def diagnosis_score(path: Path) -> str:
+    """The score table of ``tests/benchmarks/score_diagnosis.py``'s JSON: per JAX backend,
+    its lead, the backend it names, the gain predicted by the run and the gain measured
+    interleaved; then how often the lead helped, with the machine and the dates."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    lines = [
+        "| scenario | backend | lead | applied as | predicted gain | measured gain "
+        "(interleaved) | measured / predicted | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rows = data["rows"]
+    for row in rows:
+        measured = row.get("gain")
+        share = f"{measured / row['predicted']:.2f}" if measured and row["predicted"] else "-"
+        lines.append(
+            f"| {row['scenario']} | {row['backend']} | {row['cost']} | "
+            f"{row['variant'] or '(names no backend)'} | "
+            f"{_gain(row['predicted'], row['predicted_low'], row['predicted_high'])} | "
+            f"{_gain(measured, row.get('gain_low'), row.get('gain_high'))} | {share} | "
+            f"{row['verdict']}{' (as predicted)' if row.get('as_predicted') else ''} |"
+        )
+    applied = [row for row in rows if row["verdict"] != "not applied"]
+    helped = sum(row["verdict"] == "helped" for row in applied)
+    held = sum(bool(row.get("as_predicted")) for row in applied)
+    settings, machine = data["settings"], data["machine"]
+    relative = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+    return "\n".join(lines) + (
+        f"\n\nThe lead helped in **{helped} of {len(applied)}** backends it could be applied "
+        f"to; its predicted interval overlapped the measured one in {held} of {len(applied)}; "
+        f"{len(rows) - len(applied)} named no backend.\n\n*From `{relative}`: the leads of "
+        f"`{data['run']}` (recorded {data['run_recorded']}); each switch measured in "
+        f"{settings['blocks']} interleaved blocks of {settings['per_block']} calls a side, "
+        f"{settings['pairs']} worker pairs, {settings['confidence']:.0%} exact interval of "
+        f"the median block ratio; {machine.get('cpu_model', '?')} "
+        f"({machine.get('cpu_count', '?')} cores), jax "
+        f"{(machine.get('versions') or {}).get('jax')}, recorded {machine.get('timestamp')}.*"
+    )
+
+
 def render(name: str, path: Path, options: dict[str, str]) -> str:
     """The figure ``name`` of the results file at ``path``, with its provenance."""
+    if name == "diagnosis-score":
+        return diagnosis_score(path)
     if name == "at-scale":
         return at_scale(path)
     if name == "harness-speed":

@@ -198,6 +198,7 @@ def _faster(facts: Facts) -> Finding | None:
         _neighbour_text(first),
         f"see what {first.name} does differently",
         label=_neighbour_label(first),
+        neighbour=first,
     )
 
 
@@ -301,6 +302,7 @@ def _sync_against(facts: Facts, waits: float, where: str, sibling: Neighbour) ->
             f"{waits:,.0f} waits per call{where} cost {percent(share)} of the time: {measured}, "
             f"is {sibling.ratio:.2f}x faster ({sibling.interval()})",
             SYNC_FIX,
+            neighbour=sibling,
         )
     if sibling.high < 1.0:
         said = f"is {1 / sibling.ratio:.2f}x slower ({sibling.interval()})"
@@ -313,6 +315,7 @@ def _sync_against(facts: Facts, waits: float, where: str, sibling: Neighbour) ->
         "nothing measurable here",
         "nothing to change for this machine; on a GPU each wait is a synchronisation",
         label="waits (no measurable cost)",
+        neighbour=sibling,
     )
 
 
@@ -651,7 +654,7 @@ def _neighbours(facts: Facts) -> list[Finding]:
     if first is None:
         return []
     others = [
-        Finding(Cost.FASTER, None, _neighbour_text(n), "", label=_neighbour_label(n))
+        Finding(Cost.FASTER, None, _neighbour_text(n), "", label=_neighbour_label(n), neighbour=n)
         for n in facts.faster[1:]
     ]
     return [first, *others]

@@ -52,6 +52,9 @@ class Finding:
     fix: str
     estimate: bool = False  # a prediction (GPU launches on a CPU run), not a measurement
     label: str = ""  # how the summary's "also" names it, when more than its cost
+    # the backend it names as the fix, measured in the same run (a faster backend; the
+    # same loop without its waits): what applying the fix is predicted to gain
+    neighbour: Neighbour | None = None
 
     def text(self) -> str:
         label = f"{self.cost} (estimate)" if self.estimate else str(self.cost)

@@ -7,8 +7,8 @@ gate workers (`harness/gate/serve.py`: its declared XLA flags, one XLA:CPU devic
 for a sharded backend, its setup before every call), ``--pairs`` workers per backend,
 block b taken by pair b mod pairs, both backends sampled in every block in a seeded
 random order. Per block, the ratio of the medians (``slower / faster``); the interval of
-the median of those ratios is the binomial order-statistic one (`scanbench.timing.
-median_interval_indices`: exact, distribution-free, as ``scipy.stats.quantile_test``).
+the median of those ratios is the binomial order-statistic one (`scanbench.statistics.
+median_interval`: exact, distribution-free, as ``scipy.stats.quantile_test``).
 Workers are not pinned: a parallel backend (Numba ``prange``, sharded) needs every core.
 
 Used for the "within 1.3x of Numba" target of #50 (docs/performance-log.md)::
@@ -22,13 +22,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 
 from scanbench.gate.interleave import ServedCell, Side, project_root, schedule
 from scanbench.gate.rules import BaselineRule
-from scanbench.timing import median_interval_indices
+from scanbench.statistics import median_interval
 
 
 def paired(
@@ -63,7 +64,7 @@ def paired(
                 medians[side].append(float(np.median(samples)))
     first, second = (np.asarray(medians[side]) for side in sides)
     ratios = np.sort(second / first)
-    low, high = median_interval_indices(len(ratios), confidence)
+    low, high = median_interval(ratios, confidence)
     return {
         "scenario": scenario,
         "size": size,
@@ -75,8 +76,8 @@ def paired(
         "medians_s": [float(np.median(medians[side])) for side in sides],
         "ratio": float(np.median(ratios)),
         "interval": [
-            float(ratios[low]) if low >= 0 else None,
-            float(ratios[high]) if high < len(ratios) else None,
+            low if math.isfinite(low) else None,
+            high if math.isfinite(high) else None,
         ],
         "confidence": confidence,
         "block_medians_s": medians,

@@ -192,6 +192,7 @@ def test_a_faster_backend_of_the_table_is_named_with_its_interval_and_what_diffe
     faster = (Neighbour("numba-serial", 2.9, 2.8, 3.0, counts, (ONE, ONE)),)
     findings = diagnose(facts(x_bandwidth=1.2, faster=faster))
     assert findings[0].cost == Cost.FASTER  # never "near a limit" beside a faster one
+    assert findings[0].neighbour == faster[0]  # the prediction, as numbers (its score)
     assert findings[0].evidence == (
         "numba-serial does the same work 2.90x faster (95% interval 2.80-3.00x; "
         "dispatches 1 vs 0; kernels 1,108 vs 0)"
@@ -407,6 +408,7 @@ def test_waits_are_priced_by_the_same_loop_without_them():
 
     sync = sync_of(without_waits=Neighbour("sequential-jax", 1.117, 1.05, 1.2))
     assert sync.share == pytest.approx(1 - 1 / 1.117)
+    assert sync.neighbour is not None and sync.neighbour.name == "sequential-jax"
     assert "cost 10% of the time: the same loop without them, sequential-jax" in sync.evidence
     # at smoke the loop with the waits is 1.56x faster: the waits cost nothing measurable
     sync = sync_of(without_waits=Neighbour("sequential-jax", 1 / 1.56, 0.6, 0.66))
