@@ -296,6 +296,8 @@ def gate_calibration(path: Path) -> str:
 def _gain(value: float | None, low: float | None, high: float | None) -> str:
     if value is None:
         return "-"
+    if high is None and low == value:  # a priced overhead's floor
+        return f">= {value:.2f}x"
     bounds = [f"{bound:.2f}" if bound is not None else "?" for bound in (low, high)]
     return f"{value:.2f}x [{bounds[0]}, {bounds[1]}]"
 
@@ -306,20 +308,24 @@ def diagnosis_score(path: Path) -> str:
     interleaved; then how often the lead helped, with the machine and the dates."""
     data = json.loads(path.read_text(encoding="utf-8"))
     lines = [
-        "| scenario | backend | lead | applied as | predicted gain | measured gain "
+        "| scenario | backend | lead | it says | applied as | predicted gain | measured gain "
         "(interleaved) | measured / predicted | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rows = data["rows"]
     for row in rows:
         measured = row.get("gain")
         share = f"{measured / row['predicted']:.2f}" if measured and row["predicted"] else "-"
+        if measured and row["predicted_high"] is None:  # a floor: "at least"
+            share = f"{share} (of a floor)"
+        said = row.get("caveats")
+        caveats = f"; the run said it may not hold: {', '.join(said)}" if said else ""
         lines.append(
-            f"| {row['scenario']} | {row['backend']} | {row['cost']} | "
+            f"| {row['scenario']} | {row['backend']} | {row['cost']} | {row['fix']} | "
             f"{row['variant'] or '(names no backend)'} | "
             f"{_gain(row['predicted'], row['predicted_low'], row['predicted_high'])} | "
             f"{_gain(measured, row.get('gain_low'), row.get('gain_high'))} | {share} | "
-            f"{row['verdict']}{' (as predicted)' if row.get('as_predicted') else ''} |"
+            f"{row['verdict']}{' (as predicted)' if row.get('as_predicted') else ''}{caveats} |"
         )
     applied = [row for row in rows if row["verdict"] != "not applied"]
     helped = sum(row["verdict"] == "helped" for row in applied)

@@ -231,6 +231,8 @@ def _neighbour_text(neighbour: Neighbour) -> str:
         text += "; " + "; ".join(shown)
     elif not neighbour.same_program:
         text += "; the same counts: its loop or layout"
+    if neighbour.caveats:
+        text += "; the ratio may not hold: " + ", ".join(neighbour.caveats)
     return text + ")"
 
 

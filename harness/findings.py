@@ -88,6 +88,8 @@ class Neighbour:
         counts: {count: (this backend's, its)} of the counts in which the two differ.
         cores: (this backend's cores, its cores).
         same_program: the same program with other XLA flags.
+        caveats: why the ratio may not hold: a cell measured on a disturbed machine, or
+            on part of the work and scaled (``this backend's cell was disturbed``).
     """
 
     name: str
@@ -99,6 +101,7 @@ class Neighbour:
     )
     cores: tuple[Cores, Cores] | None = None
     same_program: bool = False
+    caveats: tuple[str, ...] = ()
 
     @property
     def per_core(self) -> float | None:

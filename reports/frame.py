@@ -429,7 +429,21 @@ def _neighbour(
         _differing_counts(frame, index, other),
         (_cores(frame, index), _cores(frame, other)),
         _same_program(frame, index, other),
+        _caveats(frame, index, other),
     )
+
+
+def _caveats(frame: pd.DataFrame, index: Any, other: Any) -> tuple[str, ...]:
+    """Why a ratio of two cells' medians may not hold when the switch is made: a cell
+    measured on a disturbed machine, or on part of the work and scaled (the diagnosis
+    score measured both miss their predicted ratio: performance log, 2026-11-26)."""
+    said = []
+    for who, row in (("this backend's cell", index), ("its cell", other)):
+        if frame.at[row, "disturbed"]:
+            said.append(f"{who} was disturbed")
+        if frame.at[row, "scaled_from"]:
+            said.append(f"{who} was measured on {frame.at[row, 'scaled_from']} and scaled")
+    return tuple(said)
 
 
 NEIGHBOURS = 2  # faster backends named per cell: the first leads, the other is an "also"

@@ -73,10 +73,12 @@ class Lead:
     backend: str
     cost: str
     text: str
+    fix: str  # what the lead says to do
     variant: str | None  # the backend its fix names or `APPLIES` gives, else None
     predicted: float | None  # this backend's median / the variant's, in the run
     predicted_low: float | None
     predicted_high: float | None  # None: the prediction is a floor (a priced overhead)
+    caveats: tuple[str, ...] = ()  # why the run's ratio may not hold (`Neighbour.caveats`)
 
     @property
     def key(self) -> str:
@@ -94,8 +96,9 @@ def leads(run_path: Path) -> list[Lead]:
             continue
         lead = row.findings[0]
         neighbour = lead.neighbour
-        variant, predicted = None, (None, None, None)
+        variant, predicted, caveats = None, (None, None, None), ()
         if neighbour is not None:
+            caveats = neighbour.caveats
             table = frame[(frame["scenario"] == row.scenario) & (frame["size"] == row.size)]
             named = table[table["backend"] == neighbour.name]["backend_name"]
             variant = str(named.iloc[0]) if len(named) else None
@@ -111,8 +114,10 @@ def leads(run_path: Path) -> list[Lead]:
                 row.backend_name,
                 str(lead.cost),
                 lead.text(),
+                lead.fix,
                 variant,
                 *predicted,
+                caveats,
             )
         )
     return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import scanbench.diagnosis as diagnosis
@@ -216,6 +218,17 @@ def test_a_faster_backend_on_other_cores_is_named_with_both_counts_and_per_core(
     assert (
         "2.0 cores (declared; threads not measured)"
         in diagnose(facts(faster=(declared,)))[0].evidence
+    )
+
+
+def test_a_ratio_from_a_disturbed_or_scaled_cell_says_it_may_not_hold():
+    shaky = Neighbour("numba", 1.89, 1.78, 1.94, {}, (ONE, ONE),
+                      caveats=("this backend's cell was disturbed",))  # fmt: skip
+    (first, *_) = diagnose(facts(faster=(shaky,)))
+    assert first.evidence.endswith("; the ratio may not hold: this backend's cell was disturbed)")
+    assert (
+        "may not hold"
+        not in diagnose(facts(faster=(dataclasses.replace(shaky, caveats=()),)))[0].evidence
     )
 
 
