@@ -10,12 +10,13 @@ table there (each measured on the rollouts alone: see the performance log, #37):
   reassociate, as the Numba reference does (``fastmath=True``); NaN, inf and division
   stay honoured (XLA's ``xla_cpu_fast_math_honor_*`` defaults);
 - ``xla_cpu_use_multi_output_fusion`` (a backend option): with it XLA:CPU stops
-  duplicating producers into their consumers' fusions. The pendulum's RK4 step was three
-  loop fusions that recomputed the stage arithmetic (7 sine evaluations per step instead
-  of 4); with the option it is one fusion per stage (4). The cart-pole's stages use both
-  sine and cosine, whose shared terms then become fusions of their own (48 per step
-  instead of 14): with the two flags above it is *slower* there, so the cart-pole
-  backends leave it out.
+  duplicating producers into their consumers' fusions, so each RK4 stage's sine and
+  cosine are computed once per step. Without it, the pendulum's rollout step evaluates
+  8 range reductions (4 stages and the angle wrap need 5), the cart-pole's 16: each state
+  component's fusion recomputes the stages it reads. With it, both evaluate 5; the
+  cart-pole's step becomes 47 small fusions instead of 14, and is still faster on an
+  AVX2 CPU (performance log, 2026-11-26, "MPPI's RK4 stages once per step"; on the
+  AVX-512 machine of #37 it was slower, 1.50 against 1.13 ms).
 
 `DEFAULT_FLAGS` is what the ``-xla-default`` sibling backends declare: nothing, so the
 gain stays a number in every run.
@@ -29,7 +30,7 @@ MULTI_OUTPUT_FUSION = "--xla_backend_extra_options=xla_cpu_use_multi_output_fusi
 
 FLAGS = {
     "pendulum": (VECTOR_WIDTH, FAST_MATH, MULTI_OUTPUT_FUSION),
-    "cartpole": (VECTOR_WIDTH, FAST_MATH),
+    "cartpole": (VECTOR_WIDTH, FAST_MATH, MULTI_OUTPUT_FUSION),
 }
 DEFAULT_FLAGS: tuple[str, ...] = ()
 
