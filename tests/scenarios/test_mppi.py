@@ -313,3 +313,55 @@ def test_loading_an_mppi_scenario_leaves_numba_unimported():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+_COUNT_RANGE_REDUCTIONS = """
+import re, sys
+import jax, jax.numpy as jnp
+from scanbench.scenarios.mppi_tuning.controller import Config, rollout_costs
+
+config = Config(sys.argv[1], samples=16, horizon=3, dt=0.1, control_steps=1, episodes=1,
+                population=2, generations=1)
+x = jnp.zeros(config.dynamics.state_dim, jnp.float32)
+controls = jnp.zeros((config.horizon, config.samples), jnp.float32)
+text = jax.jit(lambda x, u: rollout_costs(x, u, config)).lower(x, controls).compile().as_text()
+bodies, name = {}, None
+for line in text.splitlines():
+    if line and not line.startswith(" ") and line.endswith("{"):
+        name = line.split()[0].lstrip("%")
+        bodies[name] = []
+    elif name is not None and line.startswith("  "):
+        bodies[name].append(line)
+
+def reductions(body):
+    own = sum(bool(re.search(r"= \\S+ round-nearest-even\\(", line)) for line in bodies[body])
+    called = re.findall(r"calls=%?([\\w.\\-]+)", "\\n".join(bodies[body]))
+    return own + sum(reductions(callee) for callee in called)
+
+loops = [re.search(r"body=%?([\\w.\\-]+)", line).group(1)
+         for lines in bodies.values() for line in lines if " while(" in line]
+print(*(reductions(body) for body in loops))
+"""
+
+
+@pytest.mark.parametrize("system", ["pendulum", "cartpole"])
+def test_each_rk4_stage_is_computed_once_per_rollout_step(system):
+    """With the flags the JAX backends declare, XLA:CPU evaluates each RK4 stage's
+    sine-cosine range reduction once per rollout step: 4 stages and the angle wrap of the
+    running cost. Without multi-output fusion it recomputed them in every state
+    component's fusion (16 per step on the cart-pole; performance log, 2026-11-26)."""
+    import os
+    import subprocess
+    import sys
+
+    from scanbench.scenarios.mppi_tuning.compiler_flags import flags_for
+
+    environ = {**os.environ, "XLA_FLAGS": " ".join(flags_for(system))}
+    out = subprocess.run(
+        [sys.executable, "-c", _COUNT_RANGE_REDUCTIONS, system],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environ,
+    )
+    assert out.stdout.split() == ["5"], out.stdout + out.stderr
