@@ -95,11 +95,25 @@ def command_help(command: str = "") -> str:
     return out.getvalue().rstrip()
 
 
+def shown_path(path: Path) -> Path:
+    """``path`` as a page names it: relative to the repository when inside it."""
+    return path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+
+
+def _stored_machine(machine: dict) -> str:
+    """``AMD EPYC (2 cores), jax 0.10.2, recorded <time>`` of a stored ``machine`` block
+    (the gate's calibration, the diagnosis score)."""
+    return (
+        f"{machine.get('cpu_model', '?')} ({machine.get('cpu_count', '?')} cores), jax "
+        f"{(machine.get('versions') or {}).get('jax')}, recorded {machine.get('timestamp')}"
+    )
+
+
 def provenance(run: Run, path: Path) -> str:
     """Which machine recorded the run, and when."""
     env = run.environment
     versions = env.get("versions", {})
-    relative = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+    relative = shown_path(path)
     return (
         f"*From `{relative}`: {env.get('cpu_model', '?')} ({env.get('cpu_count', '?')} cores), "
         f"{env.get('platform', '?')} x{env.get('device_count', '?')}, jax {versions.get('jax')}, "
@@ -279,7 +293,7 @@ def gate_calibration(path: Path) -> str:
 
     data = json.loads(path.read_text(encoding="utf-8"))
     machine = data["machine"]
-    relative = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+    relative = shown_path(path)
     settings = data["settings"]
     repetitions = data["calibration"]["repetitions"]
     rules = [BaselineRule(**rule) for rule in data.get("rules") or []]  # as --json stores them
@@ -287,9 +301,7 @@ def gate_calibration(path: Path) -> str:
     return (
         f"{table(data['calibration'], pairs)}\n\n*From `{relative}`: {repetitions} repetitions of "
         f"each rule at confidence {settings['confidence']:g}, {settings['blocks']} blocks "
-        f"(unless a rule says), {machine.get('cpu_model', '?')} "
-        f"({machine.get('cpu_count', '?')} cores), jax "
-        f"{(machine.get('versions') or {}).get('jax')}, recorded {machine.get('timestamp')}.*"
+        f"(unless a rule says), {_stored_machine(machine)}.*"
     )
 
 
@@ -331,7 +343,7 @@ def diagnosis_score(path: Path) -> str:
     helped = sum(row["verdict"] == "helped" for row in applied)
     held = sum(bool(row.get("as_predicted")) for row in applied)
     settings, machine = data["settings"], data["machine"]
-    relative = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+    relative = shown_path(path)
     return "\n".join(lines) + (
         f"\n\nThe lead helped in **{helped} of {len(applied)}** backends it could be applied "
         f"to; its predicted interval overlapped the measured one in {held} of {len(applied)}; "
@@ -339,9 +351,7 @@ def diagnosis_score(path: Path) -> str:
         f"`{data['run']}` (recorded {data['run_recorded']}); each switch measured in "
         f"{settings['blocks']} interleaved blocks of {settings['per_block']} calls a side, "
         f"{settings['pairs']} worker pairs, {settings['confidence']:.0%} exact interval of "
-        f"the median block ratio; {machine.get('cpu_model', '?')} "
-        f"({machine.get('cpu_count', '?')} cores), jax "
-        f"{(machine.get('versions') or {}).get('jax')}, recorded {machine.get('timestamp')}.*"
+        f"the median block ratio; {_stored_machine(machine)}.*"
     )
 
 
