@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
     rows = {row["key"]: row for row in previous.get("rows", [])}
     environment = collect(measure_bandwidth=False)
+    recorded = load_run(args.run).environment.get("timestamp")  # read once, not per row
     keep = ("timestamp", "python", "versions", "cpu_model", "cpu_count", "git_commit")
     for lead in leads(args.run):
         wanted = not args.only or f"{lead.scenario}/{lead.backend}" in args.only
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         document = {
             "run": str(args.run),
-            "run_recorded": load_run(args.run).environment.get("timestamp"),
+            "run_recorded": recorded,
             "settings": settings,
             "machine": previous.get("machine") or {k: environment.get(k) for k in keep},
             "rows": list(rows.values()),
