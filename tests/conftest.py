@@ -52,6 +52,17 @@ def outer_pytest_free() -> dict[str, str]:
 
 
 @pytest.fixture(autouse=True)
+def _x64_restored():
+    """A cell measured in this process sets ``jax_enable_x64`` for its dtype (a float32
+    cell turns it off, `scanbench.execution.worker.configure_jax`): set back on after each
+    test, so that a later float64 test in the same xdist worker computes in float64 (it
+    did not, 4 tests failed, when a float32 cell ran before them)."""
+    yield
+    if not jax.config.jax_enable_x64:
+        jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True)
 def _import_root_restored():
     """``scanbench.cli.main`` called in this process puts its directory first on the
     import path (``PYTHONPATH``, ``SCANBENCH_IMPORT_ROOT``, ``sys.path``) for every process

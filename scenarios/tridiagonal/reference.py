@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.linalg import lapack
 
 from scanbench import HarnessError, MismatchError
 
@@ -23,6 +22,10 @@ REFERENCE_RESIDUAL = 1e-12
 
 def gtsv_solve(diagonals: Diagonals) -> np.ndarray:
     """Solve every system with LAPACK ``?gtsv`` (one call per system), in the input dtype."""
+    # imported here: SciPy's linalg costs a worker about half a second, and the cells of
+    # a run share one reference (computed by the first cell that needs it)
+    from scipy.linalg import lapack
+
     a, b, c, d = diagonals
     gtsv = lapack.get_lapack_funcs("gtsv", (b,))
     out = np.empty_like(d)

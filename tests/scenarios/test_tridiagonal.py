@@ -111,3 +111,26 @@ def test_blocked_solver_handles_blocks_that_do_not_divide_the_batch(block):
     time_major = Diagonals(*(jax.device_put(v) for v in to_time_major(inputs)))
     solved = jax.jit(blocked_kernel, static_argnames="block")(time_major, block=block)
     np.testing.assert_allclose(from_time_major(solved), expected, rtol=0, atol=1e-12)
+
+
+def test_loading_the_scenario_leaves_numba_and_scipy_linalg_unimported():
+    """A cell's worker loads its scenario afresh: a JAX cell pays neither Numba's import
+    nor SciPy's linalg (the reference is shared by the run's cells); a Numba backend
+    imports its kernels when it first runs, and the reference imports LAPACK's."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from scanbench.sources import load\n"
+        "scenario = load('scanbench.scenarios.tridiagonal:SCENARIO')\n"
+        "before = sorted({'numba', 'scipy.linalg'} & set(sys.modules))\n"
+        "inputs = scenario.make_inputs(scenario.size('smoke'), 0, 'float64')\n"
+        "expected = scenario.reference(inputs)\n"
+        "backend = scenario.backend('numba-serial')\n"
+        "scenario.check(backend.run(backend.prepare(inputs, scenario.size('smoke'))), "
+        "expected, 'float64')\n"
+        "print(before, sorted({'numba', 'scipy.linalg'} & set(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] ['numba', 'scipy.linalg']", out.stdout + out.stderr
