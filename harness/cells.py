@@ -200,12 +200,15 @@ def cell_spec(
     probes: bool = True,
     counts_only: bool = False,
     count_parts: bool = False,
+    resample: int = 0,
 ) -> dict[str, Any]:
-    """What a cell's worker is told (`scanbench.execution.worker` ``cell`` mode), as JSON."""
+    """What a cell's worker is told (`scanbench.execution.worker` ``cell`` mode), as JSON:
+    ``resample``, how many times samples with a slow spell are taken again in it."""
     return {
         "cell": dataclasses.asdict(cell),
         "timing": dataclasses.asdict(timing),
         "probes": probes,
         "counts_only": counts_only,
         "count_parts": count_parts,
+        "resample": resample,
     }

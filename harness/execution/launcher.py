@@ -40,7 +40,7 @@ from .interference import Interference, still_busy, with_slow_spell
 from .interrupts import raise_if_interrupted
 from .overlap import Machine, is_stopped, run_worker
 from .processes import Finished, run_worker_process, stderr_tail
-from .remeasure import REMEASURE, remeasured
+from .remeasure import REMEASURE, remeasured, resampled
 
 
 def _worker_command(*args: str, python: str | None = None) -> list[str]:
@@ -157,13 +157,16 @@ def run_cell_in_worker(
     count_parts: bool = False,
     python: str | None = None,
     machine: Machine | None = None,
+    resample: int = 0,
 ) -> Record:
     """One cell in a fresh process; never raises for a failure of the cell itself.
     ``emit`` receives a heartbeat line every 30 s while it runs; ``count_parts``: see
     `scanbench.execution.worker.run_cell`; ``python``: the interpreter (default: this one);
     ``machine``: shared with the run's other cells (`scanbench.execution.overlap`; default: its own,
     one slot). The interference is measured over the cell's quiet stages, and its samples
-    are tested for a slow spell (`scanbench.execution.interference.with_slow_spell`)."""
+    are tested for a slow spell (`scanbench.execution.interference.with_slow_spell`);
+    ``resample``: samples with a slow spell are taken again in the worker up to this many
+    times, those set aside stored in the interference with the time they took."""
     started = time.perf_counter()
     machine = machine or Machine()
     environ = worker_environ(cell, os.environ if environ is None else environ)
@@ -172,7 +175,7 @@ def run_cell_in_worker(
         return _failed_record(cell, refused, time.perf_counter() - started)
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
-        spec_json = cell_spec(cell, timing, probes, counts_only, count_parts)
+        spec_json = cell_spec(cell, timing, probes, counts_only, count_parts, resample)
         spec.write_text(json.dumps(spec_json), encoding="utf-8")
         beat = (cell.label, emit) if emit is not None else None
         data, error, finished = _run_worker(
@@ -190,7 +193,9 @@ def run_cell_in_worker(
         record = _failed_record(cell, error, wall_s)
     else:
         with machine.untimed():  # never beside another cell's samples (scanbench.execution.overlap)
-            record = with_stats(Record.from_json(data), timing.confidence)
+            record, interference = resampled(
+                with_stats(Record.from_json(data), timing.confidence), interference
+            )
             if record.status == "ok" and record.samples_s:
                 tested = with_slow_spell(
                     Interference.from_json(interference), record.samples_s, record.seed
@@ -269,15 +274,23 @@ def measure_cell(
     emit: Callable[[str], None] | None = None,
     count_parts: bool = False,
     machine: Machine | None = None,
+    resample: int = 0,
 ) -> Record:
     """A cell in a worker (under the run's ``machine``, `scanbench.execution.overlap`), plus its
-    time decomposition from the run's unit costs.
+    time decomposition from the run's unit costs (``resample``: see `run_cell_in_worker`).
 
     On a GPU, JAX cells are profiled a second time in a counts-only worker with command
     buffers kept on while profiling (``counts["gpu_command_buffers"]``).
     """
     record = run_cell_in_worker(
-        cell, timing, timeout_s, probes, emit=emit, count_parts=count_parts, machine=machine
+        cell,
+        timing,
+        timeout_s,
+        probes,
+        emit=emit,
+        count_parts=count_parts,
+        machine=machine,
+        resample=resample,
     )
     if record.status != "ok" or not probes:
         return record
@@ -330,7 +343,7 @@ def measuring(
     def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
         def once() -> Record:
             return measure_cell(
-                cell, timing, timeout_s, environment, probes, emit, count_parts, machine
+                cell, timing, timeout_s, environment, probes, emit, count_parts, machine, remeasure
             )
 
         return remeasured(once, remeasure, emit, still_busy)

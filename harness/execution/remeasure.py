@@ -12,6 +12,11 @@ and it is not measured again), and keeps:
 - else (every measurement disturbed) the last one that succeeded, still marked
   disturbed: the reports say so and the gate does not decide on it.
 
+Before that, inside the worker, samples with a slow spell are set aside and the call
+sampled again up to ``times`` times (`scanbench.execution.worker`): the cheaper remedy for
+a spell, since a fresh worker compiles again. `resampled` moves those samples into the
+record's ``interference.set_aside`` like the rest.
+
 Nothing measured is dropped: each measurement set aside is stored in the kept record's
 ``interference.set_aside`` (its status and error, what disturbed it, its samples and
 median), and the wall time they took is a stage of the cell's run time. Only timed cells
@@ -21,15 +26,56 @@ are measured again: a failed or skipped cell, or one counted and not timed, is w
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Callable
+from typing import Any
 
 from ..api import Record
 from ..invocation import REMEASURE
+from ..spells import SlowSpell
+from ..stages import SAMPLING_STAGE
 from .interference import Interference, SetAside
 
-__all__ = ["REMEASURE", "needs_another", "remeasured", "set_aside"]
+__all__ = ["REMEASURE", "needs_another", "remeasured", "resampled", "set_aside"]
 
 SET_ASIDE_STAGE = "measured again (disturbed measurements set aside)"
+SAMPLED_AGAIN = "sampled again in the same worker"
+
+
+def resampled(record: Record, interference: dict[str, Any]) -> tuple[Record, dict[str, Any]]:
+    """``record`` without the samples its worker set aside (``sampling["set_aside"]``),
+    and ``interference`` (JSON) with them as set-aside measurements; the time they took
+    moves from the sampling stage to the stage of measurements set aside."""
+    taken = (record.sampling or {}).get("set_aside") or ()
+    if not taken:
+        return record, interference
+    aside = []
+    for sampled in taken:
+        spell = SlowSpell.from_json(sampled["spell"])
+        samples = tuple(sampled["samples_s"])
+        verdict = Interference(
+            slow_spell=spell, disturbed=True, reasons=(f"{spell.describe()}; {SAMPLED_AGAIN}",)
+        )
+        aside.append(
+            SetAside(
+                status="ok",
+                interference=verdict,
+                samples_s=samples,
+                median_s=statistics.median(samples) if samples else None,
+                wall_s=sum(samples),
+            )
+        )
+    spent = sum(attempt.wall_s or 0.0 for attempt in aside)
+    phases = dict(record.extra.get("phases_s") or {})
+    phases[SAMPLING_STAGE] = max(0.0, phases.get(SAMPLING_STAGE, 0.0) - spent)
+    phases[SET_ASIDE_STAGE] = phases.get(SET_ASIDE_STAGE, 0.0) + spent
+    sampling = {key: value for key, value in record.sampling.items() if key != "set_aside"}
+    record = dataclasses.replace(
+        record, sampling=sampling, extra={**record.extra, "phases_s": phases}
+    )
+    kept = Interference.from_json(dict(interference or {}))
+    kept = dataclasses.replace(kept, set_aside=(*kept.set_aside, *aside))
+    return record, kept.to_json()
 
 
 def needs_another(record: Record) -> bool:
@@ -42,6 +88,8 @@ def set_aside(record: Record) -> SetAside:
     interference = (
         Interference.from_json(dict(record.interference)) if record.interference else None
     )
+    if interference is not None:  # its worker's own set-aside samples are listed beside it
+        interference = dataclasses.replace(interference, set_aside=())
     return SetAside(
         status=str(record.status),
         error=record.error,
@@ -101,11 +149,17 @@ def remeasured(
         return attempts[0]
     # a measurement again that failed: the one before it is kept
     kept = len(attempts) - 1 if attempts[-1].status == "ok" else len(attempts) - 2
-    aside = tuple(set_aside(r) for index, r in enumerate(attempts) if index != kept)
+    others = [r for index, r in enumerate(attempts) if index != kept]
+    # in the order measured: each worker's samples set aside in it, then the worker's own
+    aside = tuple(entry for r in others for entry in (*_interference(r).set_aside, set_aside(r)))
     record = attempts[kept]
     interference = Interference.from_json(dict(record.interference))
-    interference = dataclasses.replace(interference, set_aside=aside)
+    own = interference.set_aside  # set aside inside the kept worker: its time is counted
+    interference = dataclasses.replace(interference, set_aside=(*aside, *own))
     phases = dict(record.extra.get("phases_s") or {})
-    phases[SET_ASIDE_STAGE] = sum(attempt.wall_s or 0.0 for attempt in aside)
+    # a worker set aside took its whole life (its own samples set aside included)
+    phases[SET_ASIDE_STAGE] = phases.get(SET_ASIDE_STAGE, 0.0) + sum(
+        set_aside(r).wall_s or 0.0 for r in others
+    )
     extra = {**record.extra, "phases_s": phases}
     return dataclasses.replace(record, interference=interference.to_json(), extra=extra)

@@ -10,6 +10,13 @@ A cell is checked against the scenario's reference before it is timed (`scanbenc
 no NaN/inf where the reference has none, a finite max error, inputs left unchanged): a
 backend that fails is stored as a failed record and never timed. Its last timed output is
 checked again, so a backend that goes wrong on repetition fails too, saying so.
+
+Samples in which the machine slowed down for a while (a *slow spell*, `scanbench.spells`)
+are set aside and the call sampled again in the same process, up to the run's
+``--remeasure`` times: the prepared program is steady, only the machine was not, and a
+fresh worker would compile it again (most of an MPPI cell's time). The runner then tests
+the kept samples as any other (`scanbench.execution.interference`) and stores the set-aside
+ones with the record.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from ..sharding.distributed import (
     cell_device_info,
     initialize_distributed,
 )
+from ..spells import find_spell
 from ..stages import (
     CHECK_STAGE,
     COMPILE_STAGE,
@@ -117,6 +125,7 @@ def run_cell(
     count_parts: bool = False,
     summarize: bool = True,
     started: float | None = None,
+    resample: int = 0,
 ) -> Record:
     """Load the cell's scenario from its source, then `measure` it.
 
@@ -155,6 +164,7 @@ def run_cell(
         count_parts=count_parts,
         summarize=summarize,
         started=started,
+        resample=resample,
     )
 
 
@@ -175,11 +185,14 @@ def measure(
     started: float | None = None,
     configure_x64: bool = True,
     cache: str = WARM,
+    resample: int = 0,
 ) -> Record:
     """Prepare, check, time, then count one backend of a scenario at a size, in this
     process; any exception becomes a failed record (see `run_cell` for the options).
     `scanbench.notebook` measures a user's functions through it, as the cell worker does,
-    with ``configure_x64=False``: a user's process keeps its own ``jax_enable_x64``."""
+    with ``configure_x64=False``: a user's process keeps its own ``jax_enable_x64``.
+    ``resample``: samples with a slow spell are set aside and taken again in this process
+    up to this many times (a run passes its ``--remeasure``)."""
     beacon = beacon or Beacon(None)
     started = time.perf_counter() if started is None else started
     base: dict[str, Any] = {
@@ -221,7 +234,16 @@ def measure(
             base["x64"] = bool(jax.config.jax_enable_x64)
         base["device"] = {**device_info(), **cell_device_info()}
         measured = _measure(
-            scenario, backend, size, target, timing, counts_only, first_call_known, beacon, cache
+            scenario,
+            backend,
+            size,
+            target,
+            timing,
+            counts_only,
+            first_call_known,
+            beacon,
+            cache,
+            resample,
         )
         counts = Counts()
         if probes or counts_only:
@@ -292,8 +314,11 @@ def _check_and_time(
     first_call_known,
     beacon: Beacon,
     cache: str = WARM,
+    resample: int = 0,
 ):
-    """Prepare, check the first call, then sample (adaptive, `scanbench.timing.repeat`)."""
+    """Prepare, check the first call, then sample (adaptive, `scanbench.timing.repeat`);
+    samples with a slow spell (`scanbench.spells`) are set aside and the call sampled
+    again, up to ``resample`` times."""
     along = scenario.count_along
     part = f" on {size[along]} {along}" if along and size is not scenario.size(size.name) else ""
     beacon.stage(INPUTS_STAGE, f"building the inputs{part}")
@@ -337,27 +362,38 @@ def _check_and_time(
 
         known = first_call_s if first_call_known else None
         beacon.stage(SAMPLING_STAGE, f"sampling{part} (first call {format_seconds(first_call_s)})")
-        meter = Meter()  # cores and fresh pages of the timed calls (scanbench.probes.usage)
+        set_aside: list[dict[str, Any]] = []
+        calls = 1
+        while True:
+            meter = Meter()  # cores and fresh pages of the timed calls (probes.usage)
 
-        def sampled(count: int) -> None:
-            meter.sampled(count)
-            beacon.samples(count)
+            def sampled(count: int, meter: Meter = meter) -> None:
+                meter.sampled(count)
+                beacon.samples(count)
 
-        timed = repeat(
-            backend.run,
-            prepared,
-            timing,
-            first_call_s=known,
-            on_sample=sampled,
-            before=meter.before(_before_sample(setup, cache)),
-        )
+            timed = repeat(
+                backend.run,
+                prepared,
+                timing,
+                first_call_s=known,
+                on_sample=sampled,
+                before=meter.before(_before_sample(setup, cache)),
+            )
+            calls += timed.warmup_calls + len(timed.samples)
+            spell = find_spell(timed.samples, target.seed) if len(set_aside) < resample else None
+            if spell is None:
+                break
+            # a slow spell: sampled again in this process, still in the quiet stage (the
+            # module doc); the samples set aside are kept with the record
+            set_aside.append({"samples_s": list(timed.samples), "spell": spell.to_json()})
         samples, sampling = timed.samples, timed.sampling(timing)
+        if set_aside:
+            sampling["set_aside"] = set_aside
         usage = meter.usage(len(samples))
         if usage is not None:
             sampling["usage"] = usage.to_json()
         # the last output checked still in the quiet stage: giving the machine back for
         # it and taking it again to count costs a probe more than the check (milliseconds)
-        calls = 1 + timed.warmup_calls + len(samples)
         snapshot.verify(inputs, f"during the first {calls} calls")
         if backend.checked:
             last_error = check_again(
@@ -412,6 +448,7 @@ def _measure(
     first_call_known,
     beacon: Beacon,
     cache: str = WARM,
+    resample: int = 0,
 ) -> _Measured:
     """Check and time the target; a costly backend (`Backend.reducible_to`) is measured on
     part of the work first, and kept there, scaled, when ``min_count`` whole calls would
@@ -424,7 +461,7 @@ def _measure(
     reduced = reduced_size(scenario, backend, size) if first_call_known else None
     if reduced is not None and not counts_only:
         part = _check_and_time(
-            scenario, backend, reduced, target, timing, False, True, beacon, cache
+            scenario, backend, reduced, target, timing, False, True, beacon, cache, resample
         )
         along = scenario.count_along
         factor = size[along] / reduced[along]
@@ -443,7 +480,16 @@ def _measure(
             }
             return dataclasses.replace(part, sampling=sampling, factor=factor)
     return _check_and_time(
-        scenario, backend, size, target, timing, counts_only, first_call_known, beacon, cache
+        scenario,
+        backend,
+        size,
+        target,
+        timing,
+        counts_only,
+        first_call_known,
+        beacon,
+        cache,
+        resample,
     )
 
 
@@ -512,6 +558,7 @@ def main(argv: list[str]) -> int:
             count_parts=spec.get("count_parts", False),
             summarize=False,  # the runner summarizes (it has scipy.stats loaded already)
             started=IMPORTS_STARTED[0],  # the wall time includes the imports' stage
+            resample=spec.get("resample", 0),
         )
         write_json_atomic(argv[2], record.to_json())
         return 0

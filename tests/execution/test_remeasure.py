@@ -148,33 +148,62 @@ def test_the_load_that_persists_is_found_among_other_programs_only(tmp_path):
         outsider.kill()
 
 
-def test_a_run_measures_a_planted_spell_again_and_reports_it(tmp_path, monkeypatch):
-    """Through the real run's cells: workers, the timing loop, the spell test in the runner.
-    The ``planted`` backend slows itself 5x for a quarter of its 40 samples in every
-    worker, so both measurements are disturbed and the second is kept, marked. (A parallel
-    test run keeps the machine busy: the check that would then skip measuring again is
-    turned off, it is tested on its own.)"""
-    monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
-    size = planted.SCENARIO.size("obvious")
-    selection = Selection((file_source(SPELLS),), ("planted",), ("obvious",), seed=1)
+def _planted_run(tmp_path, size_name: str, remeasure: int):
+    """The ``planted`` backend at ``size_name`` through a real run's cells."""
+    size = planted.SCENARIO.size(size_name)
+    selection = Selection((file_source(SPELLS),), ("planted",), (size_name,), seed=1)
     invocation = runner.plan(
         selection,
         timing=planted.timing(size["samples"]),
         timeout_s=120,
         probes=False,
-        remeasure=1,
+        remeasure=remeasure,
     )
     out = tmp_path / "spells.json"
     runner.execute(invocation, out, {"platform": "cpu"})  # the environment: not needed
     run = load_run(out)
     (cell,) = run.records
-    first, last = planted.window(size["samples"], seed=1)
+    return run, cell, planted.window(size["samples"], seed=1)
+
+
+def test_a_spell_is_sampled_again_in_its_worker_and_the_steady_samples_kept(tmp_path, monkeypatch):
+    """Through the real run's cells: workers, the timing loop, the spell test in the worker
+    and the runner. The ``planted`` backend slows itself 5x for a quarter of its first 40
+    samples in a worker: the worker sets them aside and samples the call again, with no
+    fresh worker, and the steady samples are kept, the spell stored with the cell."""
+    monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
+    run, cell, (first, last) = _planted_run(tmp_path, "obvious", remeasure=1)
+    assert not cell.disturbed and len(cell.samples_s) == 40, cell.interference
+    (aside,) = Interference.from_json(cell.interference).set_aside
+    spell = aside.interference.slow_spell
+    assert spell is not None and found_where_planted(spell, aside.samples_s, first, last)
+    assert "sampled again in the same worker" in aside.interference.reasons[0]
+    phases = cell.extra["phases_s"]
+    assert phases[SET_ASIDE_STAGE] == sum(aside.samples_s)
+    text = markdown.render(build([run]))
+    assert "**planted**: measured 2 times; the numbers are of the last" in text
+    assert "sampled again in the same worker" in text
+
+
+def test_a_run_measures_a_planted_spell_again_and_reports_it(tmp_path, monkeypatch):
+    """Through the real run's cells: workers, the timing loop, the spell test in the runner.
+    The ``planted`` backend slows itself 5x for a quarter of its 40 samples every time it
+    is sampled, so the sampling again in its worker and the fresh worker are disturbed
+    too, and the last measurement is kept, marked, the three set aside stored in the
+    order taken. (A parallel test run keeps the machine busy: the check that would then
+    skip measuring again is turned off, it is tested on its own.)"""
+    monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
+    run, cell, (first, last) = _planted_run(tmp_path, "recurring", remeasure=1)
     spell = Interference.from_json(cell.interference).slow_spell
     assert cell.disturbed and spell is not None, cell.samples_s
     assert found_where_planted(spell, cell.samples_s, first, last), (spell, first, last)
-    (aside,) = Interference.from_json(cell.interference).set_aside
-    assert aside.interference.slow_spell is not None and len(aside.samples_s) == 40
-    assert cell.extra["phases_s"][SET_ASIDE_STAGE] > 0
+    in_first, first_worker, in_second = Interference.from_json(cell.interference).set_aside
+    for aside in (in_first, first_worker, in_second):
+        assert aside.interference.slow_spell is not None and len(aside.samples_s) == 40
+    assert "sampled again in the same worker" in in_first.interference.reasons[0]
+    assert "sampled again in the same worker" in in_second.interference.reasons[0]
+    assert not first_worker.interference.set_aside  # listed beside it, not inside
+    assert cell.extra["phases_s"][SET_ASIDE_STAGE] > first_worker.wall_s > sum(in_first.samples_s)
     text = markdown.render(build([run]))
     assert "(disturbed)" in text and f"slow spell: samples {spell.first + 1}-" in text
-    assert "**planted**: measured 2 times; the numbers are of the last (also disturbed)" in text
+    assert "**planted**: measured 4 times; the numbers are of the last (also disturbed)" in text

@@ -11,7 +11,10 @@ cell's seed. ``steady`` is the same call without the spell.
 ``smoke``, ``default`` and ``long`` plant the calibration's spell (`FACTOR`, over 40 and
 400 samples of a 2 ms call, and over 40 of a 20 ms call, which spans several time slices
 of a busy machine's scheduler); ``obvious`` one that a busy machine's noise cannot hide
-(a 2 ms call preempted for a time slice takes about 6 ms). A size's ``samples`` is the
+(a 2 ms call preempted for a time slice takes about 6 ms), once per process;
+``recurring`` the same, again each time the worker samples the call (the sampling set
+aside in the worker and taken again has it too: the next remedy is a fresh worker).
+A size's ``samples`` is the
 number of samples the cell must take for the window to be where it says: `timing` gives
 those settings.
 
@@ -32,6 +35,7 @@ LONG_CALL_S = 20e-3
 FACTOR = 1.5  # the calibration's spell (docs/methodology.md)
 OBVIOUS = 5.0
 SHARE = 0.25
+ONCE = {"recurs": False}  # the spell in a worker's first sampling only
 CALLS_BEFORE_SAMPLES = 2  # the checked first call and one warm-up call (scanbench.timing)
 
 
@@ -72,6 +76,8 @@ def _prepare(planted: bool):
             "window": (first, last),
             "factor": size["factor"],
             "call_s": size["call_s"],
+            # calls per sampling (its warm-up call and its samples) when the spell recurs
+            "period": size["samples"] + CALLS_BEFORE_SAMPLES - 1 if size["recurs"] else None,
         }
 
     return prepare
@@ -79,6 +85,8 @@ def _prepare(planted: bool):
 
 def run(prepared):
     sample = next(prepared["calls"])
+    if prepared["period"] and sample >= 0:  # the same place in every sampling
+        sample %= prepared["period"]
     first, last = prepared["window"]
     spin(prepared["call_s"] * (prepared["factor"] if first <= sample <= last else 1.0))
     return 2.0 * prepared["x"]
@@ -95,11 +103,14 @@ SCENARIO = Scenario(
     name="spells",
     description="a call of known CPU time, and the same call slowed down for a window of calls",
     sizes={
-        "smoke": Size("smoke", {"samples": 40, "factor": FACTOR, "call_s": CALL_S}),
+        "smoke": Size("smoke", {**ONCE, "samples": 40, "factor": FACTOR, "call_s": CALL_S}),
         # scanned in blocks of 4 samples
-        "default": Size("default", {"samples": 400, "factor": FACTOR, "call_s": CALL_S}),
-        "long": Size("long", {"samples": 40, "factor": FACTOR, "call_s": LONG_CALL_S}),
-        "obvious": Size("obvious", {"samples": 40, "factor": OBVIOUS, "call_s": CALL_S}),
+        "default": Size("default", {**ONCE, "samples": 400, "factor": FACTOR, "call_s": CALL_S}),
+        "long": Size("long", {**ONCE, "samples": 40, "factor": FACTOR, "call_s": LONG_CALL_S}),
+        "obvious": Size("obvious", {**ONCE, "samples": 40, "factor": OBVIOUS, "call_s": CALL_S}),
+        "recurring": Size(
+            "recurring", {"recurs": True, "samples": 40, "factor": OBVIOUS, "call_s": CALL_S}
+        ),
     },
     make_inputs=lambda size, seed, dtype: {"x": np.arange(4, dtype=dtype), "seed": np.int64(seed)},
     reference=lambda inputs: 2.0 * inputs["x"],
