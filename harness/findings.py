@@ -90,6 +90,8 @@ class Neighbour:
         same_program: the same program with other XLA flags.
         caveats: why the ratio may not hold: a cell measured on a disturbed machine, or
             on part of the work and scaled (``this backend's cell was disturbed``).
+        ranged: ``low, high`` are the ratio of the two cells' sample ranges, not an
+            interval: a side had too few samples for an exact interval of its median.
     """
 
     name: str
@@ -102,6 +104,7 @@ class Neighbour:
     cores: tuple[Cores, Cores] | None = None
     same_program: bool = False
     caveats: tuple[str, ...] = ()
+    ranged: bool = False
 
     @property
     def per_core(self) -> float | None:
@@ -111,6 +114,11 @@ class Neighbour:
         return self.ratio * self.cores[0].count / self.cores[1].count
 
     def interval(self) -> str:
+        if self.ranged:
+            return (
+                f"samples' range {self.low:.2f}-{self.high:.2f}x: too few samples for a "
+                f"{TIE_CONFIDENCE:.0%} interval"
+            )
         return f"{TIE_CONFIDENCE:.0%} interval {self.low:.2f}-{self.high:.2f}x"
 
 

@@ -232,6 +232,14 @@ def test_a_ratio_from_a_disturbed_or_scaled_cell_says_it_may_not_hold():
     )
 
 
+def test_a_ratio_from_too_few_samples_gives_their_range_not_an_interval():
+    few = Neighbour("numba", 34.08, 24.75, 42.53, {}, (ONE, ONE), ranged=True)
+    (first, *_) = diagnose(facts(faster=(few,)))
+    assert "34.08x faster (samples' range 24.75-42.53x: too few samples for a 95% interval" in (
+        first.evidence
+    )
+
+
 def test_the_same_program_with_other_flags_is_said_to_be_one():
     flags = Neighbour("scanned +xla", 1.37, 1.34, 1.37, {}, (ONE, ONE), same_program=True)
     (first, *_) = diagnose(facts(faster=(flags,)))

@@ -265,5 +265,31 @@ def test_a_faster_backend_needs_an_interval_that_excludes_a_tie():
     assert any(label.startswith("scanned-blocked +xla 1.40x") for label in named(tight))
 
 
+def test_a_ratio_from_too_few_samples_is_their_range_and_decides_as_one():
+    """The cart-pole's sequential cell of the scored run (2026-11-26) had 3 samples: the
+    bootstrap said "95% interval 31.81-37.39x" where the switch measured 22.22-27.32x
+    interleaved. Below 6 samples (an exact 95% interval of a median needs them) the pair
+    gets the ratio of the samples' ranges, and it names a neighbour only when every
+    sample of one is slower than every sample of the other."""
+    steady = [1.0 + 0.01 * ((i * 37) % 11) for i in range(40)]
+
+    def faster(samples):
+        changed = {
+            "scanned-time-major": {"samples_s": tuple(samples), "stats": {"median": 2.0}},
+            "scanned-blocked": {"samples_s": tuple(steady), "stats": {"median": 1.05}},
+        }
+        only = ("scanned-time-major", "scanned-blocked")
+        frame = table("default", "tridiagonal", changed, only=only)
+        return [f for f in frame.at["scanned-time-major", "findings"] if f.cost == Cost.FASTER]
+
+    (named,) = faster([1.9, 2.0, 2.2])
+    assert named.neighbour.ranged
+    assert named.neighbour.low == pytest.approx(1.9 / max(steady))
+    assert "samples' range 1.73-2.20x: too few samples for a 95% interval" in named.evidence
+    assert not faster([1.0, 2.0, 2.2])  # one sample among the other's: no neighbour
+    (exact,) = faster([1.9, 1.95, 2.0, 2.0, 2.05, 2.1, 2.2])  # 7 samples: the bootstrap
+    assert not exact.neighbour.ranged and "95% interval" in exact.evidence
+
+
 def _record(name: str, backend: str, scenario: str = "tridiagonal"):
     return next(r for r in _run(name).records if r.backend == backend and r.scenario == scenario)
