@@ -36,35 +36,36 @@ from ..spells import SlowSpell
 from ..stages import SAMPLING_STAGE
 from .interference import Interference, SetAside
 
-__all__ = ["REMEASURE", "needs_another", "remeasured", "resampled", "set_aside"]
+__all__ = ["REMEASURE", "needs_another", "remeasured", "resampled", "sampled_again", "set_aside"]
 
 SET_ASIDE_STAGE = "measured again (disturbed measurements set aside)"
 SAMPLED_AGAIN = "sampled again in the same worker"
 
 
+def sampled_again(samples: tuple[float, ...], spell: SlowSpell) -> SetAside:
+    """A sampling set aside inside its worker for its slow ``spell`` (the worker then
+    samples the call again): a measurement set aside like a whole worker's."""
+    verdict = Interference(
+        slow_spell=spell, disturbed=True, reasons=(f"{spell.describe()}; {SAMPLED_AGAIN}",)
+    )
+    return SetAside(
+        status="ok",
+        interference=verdict,
+        samples_s=samples,
+        median_s=statistics.median(samples) if samples else None,
+        wall_s=sum(samples),
+    )
+
+
 def resampled(record: Record, interference: dict[str, Any]) -> tuple[Record, dict[str, Any]]:
-    """``record`` without the samples its worker set aside (``sampling["set_aside"]``),
-    and ``interference`` (JSON) with them as set-aside measurements; the time they took
-    moves from the sampling stage to the stage of measurements set aside."""
+    """``record`` without the samplings its worker set aside (``sampling["set_aside"]``,
+    each a `sampled_again`), and ``interference`` (JSON) with them among its measurements
+    set aside; the time they took moves from the sampling stage to that of measurements
+    set aside."""
     taken = (record.sampling or {}).get("set_aside") or ()
     if not taken:
         return record, interference
-    aside = []
-    for sampled in taken:
-        spell = SlowSpell.from_json(sampled["spell"])
-        samples = tuple(sampled["samples_s"])
-        verdict = Interference(
-            slow_spell=spell, disturbed=True, reasons=(f"{spell.describe()}; {SAMPLED_AGAIN}",)
-        )
-        aside.append(
-            SetAside(
-                status="ok",
-                interference=verdict,
-                samples_s=samples,
-                median_s=statistics.median(samples) if samples else None,
-                wall_s=sum(samples),
-            )
-        )
+    aside = tuple(SetAside.from_json(dict(sampling)) for sampling in taken)
     spent = sum(attempt.wall_s or 0.0 for attempt in aside)
     phases = dict(record.extra.get("phases_s") or {})
     phases[SAMPLING_STAGE] = max(0.0, phases.get(SAMPLING_STAGE, 0.0) - spent)
@@ -150,16 +151,18 @@ def remeasured(
     # a measurement again that failed: the one before it is kept
     kept = len(attempts) - 1 if attempts[-1].status == "ok" else len(attempts) - 2
     others = [r for index, r in enumerate(attempts) if index != kept]
-    # in the order measured: each worker's samples set aside in it, then the worker's own
-    aside = tuple(entry for r in others for entry in (*_interference(r).set_aside, set_aside(r)))
+    whole = [set_aside(r) for r in others]  # each worker's whole life: its wall time
+    # in the order measured: each worker's samplings set aside in it, then the worker
+    aside = tuple(
+        entry
+        for r, w in zip(others, whole, strict=True)
+        for entry in (*_interference(r).set_aside, w)
+    )
     record = attempts[kept]
     interference = Interference.from_json(dict(record.interference))
     own = interference.set_aside  # set aside inside the kept worker: its time is counted
     interference = dataclasses.replace(interference, set_aside=(*aside, *own))
     phases = dict(record.extra.get("phases_s") or {})
-    # a worker set aside took its whole life (its own samples set aside included)
-    phases[SET_ASIDE_STAGE] = phases.get(SET_ASIDE_STAGE, 0.0) + sum(
-        set_aside(r).wall_s or 0.0 for r in others
-    )
+    phases[SET_ASIDE_STAGE] = phases.get(SET_ASIDE_STAGE, 0.0) + sum(w.wall_s or 0.0 for w in whole)
     extra = {**record.extra, "phases_s": phases}
     return dataclasses.replace(record, interference=interference.to_json(), extra=extra)

@@ -82,6 +82,7 @@ from ..xla_options import flags_in_effect
 from .heartbeat import PROGRESS_FILE, Beacon
 from .quiet_link import Pauses, QuietLink
 from .reference_cache import shared_reference
+from .remeasure import sampled_again
 
 
 def configure_jax(dtype: str) -> bool:
@@ -385,7 +386,7 @@ def _check_and_time(
                 break
             # a slow spell: sampled again in this process, still in the quiet stage (the
             # module doc); the samples set aside are kept with the record
-            set_aside.append({"samples_s": list(timed.samples), "spell": spell.to_json()})
+            set_aside.append(sampled_again(timed.samples, spell).to_json())
         samples, sampling = timed.samples, timed.sampling(timing)
         if set_aside:
             sampling["set_aside"] = set_aside
