@@ -4,10 +4,13 @@ shown so in the reports, and the gate does not decide on it."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import sys
 import time
+
+import pytest
 
 from scanbench.api import Record
 from scanbench.cells import Selection
@@ -166,12 +169,18 @@ def _planted_run(tmp_path, size_name: str, remeasure: int):
     return run, cell, planted.window(size["samples"], seed=1)
 
 
+@pytest.mark.solo  # its second sampling must be steady: the other test worker's load may not be
 def test_a_spell_is_sampled_again_in_its_worker_and_the_steady_samples_kept(tmp_path, monkeypatch):
     """Through the real run's cells: workers, the timing loop, the spell test in the worker
     and the runner. The ``planted`` backend slows itself 5x for a quarter of its first 40
     samples in a worker: the worker sets them aside and samples the call again, with no
-    fresh worker, and the steady samples are kept, the spell stored with the cell."""
+    fresh worker, and the steady samples are kept, the spell stored with the cell. (The
+    machine's own tests, the probe's drift, other programs' load and CPU steal, are turned
+    off: under a parallel test run they flagged the cell, which is what they are for and
+    is tested on its own, and its fresh worker hid the in-worker sampling this checks.)"""
     monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
+    for threshold in ("PROBE_DRIFT", "OTHERS", "STEAL_FRACTION"):
+        monkeypatch.setattr(interference, threshold, math.inf)
     run, cell, (first, last) = _planted_run(tmp_path, "obvious", remeasure=1)
     assert not cell.disturbed and len(cell.samples_s) == 40, cell.interference
     (aside,) = Interference.from_json(cell.interference).set_aside
