@@ -89,11 +89,24 @@ def time_call(
     """Call ``run(prepared)`` once, wait for the result, return (output, seconds).
     ``before()`` runs first, outside the timed region (a stateful function's setup,
     the eviction of the caches for a cold sample)."""
+    output, start, end = call_span(run, prepared, clock, block, before)
+    return output, end - start
+
+
+def call_span(
+    run: Callable[[Any], Any],
+    prepared: Any,
+    clock: Clock = time.perf_counter,
+    block: Callable[[Any], Any] = block_until_ready,
+    before: Callable[[], None] | None = None,
+) -> tuple[Any, float, float]:
+    """`time_call`, returning (output, start, end) on ``clock``: the exact bounds of the
+    timed region, for leaving out what happened within it and nothing outside it."""
     if before is not None:
         before()
     start = clock()
     output = call_and_wait(run, prepared, block)
-    return output, clock() - start
+    return output, start, clock()
 
 
 def relative_width(samples: Sequence[float], confidence: float) -> float | None:

@@ -24,11 +24,12 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..api import HarnessError, Record, Strategy
+from ..api import HarnessError, Record, StoreError, Strategy
 from ..cells import Cell, cell_spec, scenario_of
 from ..credentials import redact
 from ..decomposition import decompose
 from ..probes.gpu import with_command_buffers
+from ..results import validate_record
 from ..sampling import TimingConfig
 from ..sharding.distributed import environ_for
 from ..stages import PAUSED_STAGE
@@ -82,6 +83,17 @@ def _run_worker(
     if error is not None:
         return None, error, finished
     return json.loads(out.read_text(encoding="utf-8")), None, finished
+
+
+def invalid_record(data: Any) -> str | None:
+    """Why a worker's record would make the results file unreadable
+    (`scanbench.results.validate_record`), else None: the cell then fails with that line,
+    where it happened, instead of every report of the run refusing the file."""
+    try:
+        validate_record(data)
+    except StoreError as error:
+        return f"the worker wrote an invalid record, a bug of scanbench: {error}"
+    return None
 
 
 def _failed_record(cell: Cell, error: str, wall_s: float) -> Record:
@@ -189,6 +201,7 @@ def run_cell_in_worker(
         )
     wall_s = time.perf_counter() - started
     interference = finished.interference or {}
+    error = error or invalid_record(data)
     if error is not None:
         record = _failed_record(cell, error, wall_s)
     else:

@@ -301,15 +301,16 @@ class Machine:
 
 
 def _pause(worker: Worker) -> None:
+    """Stop ``worker``; its pause is dated from when every thread is stopped, so a span
+    the worker is told of (`scanbench.execution.quiet_link.Pauses`) holds no time it ran."""
     if worker.stopped_at is not None or worker.process.poll() is not None:
         return
-    worker.stopped_at = clock()
     try:
         os.kill(worker.process.pid, signal.SIGSTOP)
     except ProcessLookupError:
-        worker.stopped_at = None
         return
     _wait_stopped(worker.process.pid)
+    worker.stopped_at = clock()
 
 
 def is_stopped(pid: int) -> bool:

@@ -76,7 +76,7 @@ from ..stages import (
     REFERENCE_STAGE,
     SAMPLING_STAGE,
 )
-from ..timing import repeat, time_call
+from ..timing import call_span, repeat, time_call
 from ..units import format_seconds
 from ..xla_options import flags_in_effect
 from .heartbeat import PROGRESS_FILE, Beacon
@@ -338,9 +338,7 @@ def _check_and_time(
         prepare_s = prepared_at - start - beacon.paused_between(start, prepared_at)
         setup = None if backend.setup is None else functools.partial(backend.setup, prepared)
         beacon.stage(FIRST_CALL_STAGE, f"the first call{part}")
-        called_at = time.monotonic()
-        output, first_call_s = time_call(backend.run, prepared, clock=time.monotonic, before=setup)
-        first_call_s -= beacon.paused_between(called_at, time.monotonic())
+        output, first_call_s = first_call(backend.run, prepared, setup, beacon.paused_between)
     beacon.stage(CHECK_STAGE, f"checking the first call{part}")
     snapshot.verify(inputs, "during prepare or the first call")
     check = check_of(scenario, backend, prepared)
@@ -413,6 +411,20 @@ def _check_and_time(
         input_bytes=tree_nbytes(inputs),
         compiled_from_cache=from_cache,
     )
+
+
+def first_call(
+    run: Callable[[Any], Any],
+    prepared: Any,
+    setup: Callable[[], Any] | None,
+    paused_between: Callable[[float, float], float],
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[Any, float]:
+    """The first call's output and seconds, the runner's pauses within the call left out:
+    only within it (`scanbench.timing.call_span`), since a stop that begins just after the
+    call returns, before the pauses are read, is no part of its time."""
+    output, start, end = call_span(run, prepared, clock=clock, before=setup)
+    return output, end - start - paused_between(start, end)
 
 
 def _before_sample(setup: Callable[[], Any] | None, cache: str) -> Callable[[], None] | None:

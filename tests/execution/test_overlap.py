@@ -17,6 +17,7 @@ from scanbench.execution.interference import FAST_EVERY_S
 from scanbench.execution.launcher import measuring, run_cells
 from scanbench.execution.overlap import Machine, cells_at_once, run_worker
 from scanbench.execution.quiet_link import Pauses, paused_within
+from scanbench.execution.worker import first_call
 from scanbench.invocation import Invocation
 from scanbench.sampling import TimingConfig
 from scanbench.stages import PAUSED_STAGE, WAITING_STAGE
@@ -199,6 +200,33 @@ def test_stage_times_leave_pauses_out(tmp_path):
     now[0] = 5.0
     beacon.stop()
     assert beacon.stages == {"prepare and check": 3.0, PAUSED_STAGE: 2.0}
+
+
+def test_the_first_call_leaves_out_only_the_pauses_within_it():
+    """The runner stops the worker for 0.5 s just after the 0.05 s call's end is read and
+    before anything else is: that pause is no part of the call's time (it once made the
+    call -0.45 s); a pause within the call is left out of it."""
+    now, reads_after = [0.0], [0]
+
+    def clock() -> float:
+        if reads_after[0]:  # the stop lands before the second read after the call
+            reads_after[0] += 1
+            if reads_after[0] == 3:
+                now[0] += 0.5
+        return now[0]
+
+    def run(prepared):
+        now[0] += 0.05
+        reads_after[0] = 1
+        return prepared
+
+    spans = [(0.05, 0.55)]
+    output, seconds = first_call(run, 7, None, lambda a, b: paused_within(spans, a, b), clock)
+    assert output == 7 and seconds == pytest.approx(0.05)
+    assert clock() == pytest.approx(0.55)  # the stop did happen after the call
+    now[0], reads_after[0], spans = 0.0, 0, [(0.01, 0.03)]
+    _, seconds = first_call(run, 7, None, lambda a, b: paused_within(spans, a, b), clock)
+    assert seconds == pytest.approx(0.03)
 
 
 @pytest.mark.parametrize(
