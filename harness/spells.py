@@ -28,6 +28,8 @@ being called a spell.
 Of the runs that qualify, the one reported is the best fit of two levels (the run's and
 the rest's) to the log samples in absolute deviations, the L1 fit of an "epidemic"
 change: ranks alone would stretch the run over fast neighbours of above-median rank.
+Fits tied to rounding (within ``COST_TIE``) go to the larger rank sum, then the longer
+run, so the samples reversed give the same spell reversed.
 
 Above `MAX_POINTS` samples the scan runs on the medians of consecutive blocks of
 ``ceil(n / MAX_POINTS)`` samples (the length and the factor then count in blocks; the
@@ -53,6 +55,7 @@ MIN_LENGTH = 5  # points, in the run and outside it
 ALPHA = 0.01  # the test's false-alarm rate on samples whose order carries no information
 PERMUTATIONS = 999  # random orders drawn for the null distribution (p resolves to 0.001)
 MAX_POINTS = 100  # above this many samples, scan medians of consecutive blocks
+COST_TIE = 1e-9  # relative: fits whose costs differ by less are tied (floating-point sums)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,7 +268,11 @@ def find_spell(
     ]
     if not runs:
         return None
-    best = min(runs, key=lambda run: (run.cost, -run.z))
+    # the cheapest fit; runs whose costs differ by rounding alone (the same sums taken in
+    # another order, as in the samples reversed) are tied, and the larger z then wins
+    cheapest = min(run.cost for run in runs)
+    tied = [run for run in runs if run.cost <= cheapest + COST_TIE * max(1.0, cheapest)]
+    best = max(tied, key=lambda run: (run.z, run.length))
     first, end, factor = _trimmed(points, best.start, best.start + best.length, best.factor)
     last = int(starts[end]) - 1 if end < count else len(values) - 1
     exceeding = int(len(null) - np.searchsorted(null, best.z, side="left"))
