@@ -224,8 +224,8 @@ def perf(session: nox.Session) -> None:
     regression in the harness's own speed shows. Run it on a quiet machine.
 
     Writes results/perf-<time>.json and prints its table; `-- --parts smoke,tests` runs
-    some of them, `-- --out docs/results/perf.json` refreshes the performance log's
-    figure (then `python docs/figures.py`).
+    some of them, `-- --out docs/results/harness-speed/perf.json` refreshes the
+    performance log's figure (then `python docs/figures.py`).
     """
     _install(session, "-e", ".[dev]")
     args = list(session.posargs)

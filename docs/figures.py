@@ -52,6 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import blocks
+import harness_speed
 import tables
 
 from scanbench.cli.main import build_parser
@@ -362,8 +363,6 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
     if name == "at-scale":
         return at_scale(path)
     if name == "harness-speed":
-        import harness_speed
-
         return harness_speed.render(json.loads(path.read_text(encoding="utf-8")))
     if name == "gate-calibration":
         return gate_calibration(path)

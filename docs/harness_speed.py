@@ -18,8 +18,8 @@ come from its results file (the report's "Where the run's time went"). ``.ci/run
 the tests, the gate, and the lint and manual builds, whose costs are not the harness's.
 
 ``python docs/harness_speed.py --out results/perf.json [--parts smoke,tests]`` (under
-the heavy lock: it times things); ``--out docs/results/perf.json`` for the performance
-log's figure (``docs/figures.py``, ``harness-speed``).
+the heavy lock: it times things); ``--out docs/results/harness-speed/perf.json`` for the
+performance log's figure (``docs/figures.py``, ``harness-speed``).
 """
 
 from __future__ import annotations
@@ -227,7 +227,8 @@ def render(data: dict[str, Any]) -> str:
             split = part.get("split_s", {})
             pieces = [f"{label} {_duration(seconds)}" for label, seconds in split.items()]
             if "cells" in part:
-                pieces.append(f"{part['cells']} cells, {part['failed']} failed")
+                counted = f"{part['cells']} cells, {part['failed']} failed"
+                pieces.append(counted + f", {part.get('disturbed', 0)} still disturbed")
             load = f"{part['load_before']} / {part['load_after']}"
         wall = _duration(part["wall_s"])
         rows.append(f"| {names[name]} | {wall} | {'; '.join(pieces)} | {load} |")
