@@ -11,8 +11,8 @@ from scanbench.execution import launcher
 from scanbench.execution.processes import Finished
 from scanbench.sampling import TimingConfig
 
-CELL = Cell("tridiagonal", "sequential", "smoke", "float64", 0)
-FIELDS = {"scenario": "tridiagonal", "backend": "sequential", "strategy": "sequential"}
+CELL = Cell("tridiagonal", "sequential-numpy", "smoke", "float64", 0)
+FIELDS = {"scenario": "tridiagonal", "backend": "sequential-numpy", "strategy": "sequential"}
 FIELDS |= {"engine": "numpy", "size": "smoke", "dtype": "float64", "seed": 0, "status": "ok"}
 
 
