@@ -26,6 +26,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..api import HarnessError, Record, StoreError, Strategy
 from ..cells import Cell, cell_spec, scenario_of
+from ..compile_cache import numba_cold
 from ..credentials import redact
 from ..decomposition import decompose
 from ..probes.gpu import with_command_buffers
@@ -187,6 +188,8 @@ def run_cell_in_worker(
         return _failed_record(cell, refused, time.perf_counter() - started)
     with tempfile.TemporaryDirectory(prefix="scanbench-cell-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "record.json")
+        if not counts_only:  # its compile times are reported (a counts-only cell's are not)
+            environ = numba_cold(environ, Path(tmp, "numba-cache"))
         spec_json = cell_spec(cell, timing, probes, counts_only, count_parts, resample)
         spec.write_text(json.dumps(spec_json), encoding="utf-8")
         beat = (cell.label, emit) if emit is not None else None
