@@ -11,6 +11,7 @@ SAMPLING_STAGE = "sampling"  # the timed samples
 COUNTING_STAGE = "counting"  # the counted call only (scanbench.probes.passes)
 ESTIMATE_STAGE = "skipped: estimate"  # a skipped cell timing part of its work
 QUIET_STAGES = frozenset({SAMPLING_STAGE, COUNTING_STAGE, ESTIMATE_STAGE})
+TIMED_STAGES = frozenset({SAMPLING_STAGE, ESTIMATE_STAGE})  # what the interference judges
 PREPARING_STAGE = "preparing to count"  # a fresh prepare and its first, plain call
 MEMORY_STAGE = "memory"  # the memory call: a peak of its own process
 WAITING_STAGE = "waiting for the machine"

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..stages import PAUSED_STAGE, QUIET_STAGES, WAITING_STAGE
+from ..stages import PAUSED_STAGE, QUIET_STAGES, TIMED_STAGES, WAITING_STAGE
 from ..units import format_duration
 from .quiet_link import Pauses, QuietLink
 
@@ -31,8 +31,9 @@ class Beacon:
     ``extra["phases_s"]`` so a slow cell says where its time went.
 
     With a ``link`` (`scanbench.execution.overlap.QuietLink`: the runner overlaps two workers), it
-    asks for the machine before a quiet stage (`scanbench.execution.overlap.QUIET_STAGES`) and gives
-    it back before an untimed one; the wait is a stage of its own. Time the runner kept
+    asks for the machine before a quiet stage (`scanbench.execution.overlap.QUIET_STAGES`), says
+    when a timed stage ends (`QuietLink.timed_end`) and gives the machine back before an
+    untimed one; the wait is a stage of its own. Time the runner kept
     the worker stopped (``pauses``) is left out of every stage and added up apart."""
 
     def __init__(
@@ -54,8 +55,12 @@ class Beacon:
     def stage(self, name: str, text: str | None = None) -> None:
         """Close the running stage (its time added to its name) and start ``name``;
         ``text`` (default: the name) is written as the phase."""
+        leaving = self.current[0] if self.current is not None else None
         self.stop()
         quiet = name in QUIET_STAGES
+        ended = leaving in TIMED_STAGES and name not in TIMED_STAGES
+        if self.link is not None and self.holding and ended:  # the closing probes now
+            self.link.timed_end()
         if self.link is not None and quiet and not self.holding:
             self.current = (WAITING_STAGE, self.clock())
             self.phase("waiting: another cell is being timed")

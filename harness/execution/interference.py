@@ -5,13 +5,14 @@ once showed a 0.3 ms Numba kernel at 8 ms). Nothing in the samples says so, so t
 records, per cell:
 
 - a fixed *calibration probe* (a small pure-Python workload, the least CPU time of a few
-  repeats) timed in the parent just before and just after the cell: a core that got
-  slower or faster in between shows as *drift*. CPU time, not wall time, and the least of
+  repeats) timed in the parent just before the cell's timed samples and just after them
+  (before its counting stages: what the machine did then judges no sample): a core that
+  got slower or faster in between shows as *drift*. CPU time, not wall time, and the least of
   the repeats, not the median: wall-time probes taken at the moment a worker process has
   just exited (the kernel reclaiming its memory) or starts were preempted for a moment
   and flagged 5 of 29 cells of a quiet smoke run (0.48x-1.72x "drift"); a busy machine is
   what the runnable-task samples below are for;
-- the *runnable tasks* on the machine while the worker runs (``procs_running`` of
+- the *runnable tasks* on the machine while the worker is timed (``procs_running`` of
   ``/proc/stat``, sampled as a quiet stage begins, then every `FAST_EVERY_S` for
   `FAST_SAMPLES` samples and every `SAMPLE_EVERY_S` after; the sampler itself is not
   counted) and the *others*: the tasks that are not the cell's threads, found by a scan of

@@ -6,7 +6,8 @@ machine with a second core, a second worker can do those while the first one doe
 too. What is timed or counted must still run with the machine to itself, so:
 
 - the worker asks for the machine before a *quiet* stage (`QUIET_STAGES`: sampling,
-  counting) and gives it back when it goes on with an untimed one or exits
+  counting), says when its timed samples end (the closing interference probes are taken
+  then, `QuietWatch.close`), and gives it back when it goes on with an untimed one or exits
   (`scanbench.execution.quiet_link.QuietLink`, two pipes; `scanbench.execution.heartbeat.Beacon`
   does it as stages change);
 - the runner (`Machine`) then stops every other worker (SIGSTOP, and waits until each of
@@ -82,9 +83,12 @@ def cells_at_once(overlap: bool, environment: Mapping[str, Any]) -> tuple[int, s
 
 @dataclasses.dataclass
 class QuietWatch:
-    """The interference measured over a worker's quiet stages (`scanbench.execution.interference`):
-    probe and counters at the first grant and at the last release, runnable tasks sampled
-    while it holds the machine."""
+    """The interference measured over a worker's timed stages (`scanbench.execution.interference`):
+    probe and counters at the first grant and when its timed samples end (`close`; at
+    the last release for a worker that timed nothing), runnable tasks sampled while it
+    holds the machine until then. What the machine did during the counting stages after
+    the samples judges no sample: a drift there sent the cell to a fresh worker for
+    nothing (performance log, 2026-11-27)."""
 
     pid: int
     probe_before: float | None = None
@@ -93,10 +97,13 @@ class QuietWatch:
     loads: list[Any] = dataclasses.field(default_factory=lambda: [None, None])
     probes_s: float = 0.0
     samples: Any = None
+    closed: bool = False  # the timed samples ended: nothing after them is watched
     _sampler: contextlib.ExitStack | None = None
 
     def begin(self) -> None:
 
+        if self.closed:
+            return
         started = time.perf_counter()
         if self.probe_before is None:
             self.steal[0], self.loads[0] = cpu_times(), load_average()
@@ -108,6 +115,8 @@ class QuietWatch:
 
     def end(self) -> None:
 
+        if self.closed:
+            return
         started = time.perf_counter()
         if self._sampler is not None:
             self._sampler.close()
@@ -115,6 +124,12 @@ class QuietWatch:
         self.probe_after = calibration_probe()
         self.steal[1], self.loads[1] = cpu_times(), load_average()
         self.probes_s += time.perf_counter() - started
+
+    def close(self) -> None:
+        """The worker's timed samples ended (it still holds the machine): the closing
+        probes now, and nothing watched after."""
+        self.end()
+        self.closed = True
 
     def assess(self) -> dict[str, Any]:
 
@@ -246,6 +261,11 @@ class Machine:
                         os.write(worker.grant_fd, b"g")
                 elif byte == b"r":
                     self._release(worker)
+                    with contextlib.suppress(OSError):
+                        os.write(worker.grant_fd, b"g")
+                elif byte == b"t":
+                    with self._cond:  # the worker holds the machine: nobody else runs
+                        worker.watch.close()
                     with contextlib.suppress(OSError):
                         os.write(worker.grant_fd, b"g")
                 else:  # exited

@@ -21,8 +21,9 @@ clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
 
 class QuietLink:
     """The worker's end of the protocol: `acquire` blocks until the runner grants the
-    machine (every other worker stopped, the opening probes taken); `release` gives it
-    back and blocks until the closing probes are taken."""
+    machine (every other worker stopped, the opening probes taken); `timed_end` says its
+    timed samples ended and blocks until the closing probes are taken; `release` gives
+    the machine back (the closing probes taken then if `timed_end` never was)."""
 
     def __init__(self, request_fd: int, grant_fd: int) -> None:
         self.request_fd, self.grant_fd = request_fd, grant_fd
@@ -37,6 +38,13 @@ class QuietLink:
 
     def acquire(self) -> None:
         os.write(self.request_fd, b"q")
+        if os.read(self.grant_fd, 1) != b"g":
+            raise RuntimeError("the runner closed its end of the quiet link")
+
+    def timed_end(self) -> None:
+        """Say that this worker's timed samples ended (it keeps the machine); returns once
+        the runner has taken its closing probes (`scanbench.execution.overlap.QuietWatch.close`)."""
+        os.write(self.request_fd, b"t")
         if os.read(self.grant_fd, 1) != b"g":
             raise RuntimeError("the runner closed its end of the quiet link")
 

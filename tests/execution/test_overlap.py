@@ -4,6 +4,7 @@ the quiet worker's interference sees nobody else."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -175,6 +176,9 @@ class RecordingLink:
     def acquire(self) -> None:
         self.calls.append("acquire")
 
+    def timed_end(self) -> None:
+        self.calls.append("timed end")
+
     def release(self) -> None:
         self.calls.append("release")
 
@@ -187,8 +191,30 @@ def test_a_beacon_asks_for_the_machine_around_quiet_stages():
     beacon.stage("prepare and check")  # a reduced cell measured again, whole
     beacon.stage("sampling")
     beacon.stop()
-    assert link.calls == ["acquire", "release", "acquire"]
+    assert link.calls == ["acquire", "timed end", "release", "acquire"]
     assert WAITING_STAGE in beacon.stages and PAUSED_STAGE not in beacon.stages
+
+
+def test_the_interference_is_read_around_the_timed_samples_only(monkeypatch):
+    """The closing probes are taken when the samples end (`timed end`): a core that
+    slows down during the counting stages after them judges no sample."""
+    from scanbench.execution import overlap
+
+    probes = iter([4.0, 4.1, 9.0, 9.0])  # before, after the samples, then (slow) counting
+    monkeypatch.setattr(overlap, "calibration_probe", lambda: next(probes))
+    monkeypatch.setattr(overlap, "sample_load", lambda pid, samples: contextlib.nullcontext())
+    watch = overlap.QuietWatch(pid=0)
+    watch.begin()  # sampling
+    watch.close()  # its samples ended; counting goes on holding the machine
+    watch.end()  # preparing to count: released
+    watch.begin()  # counting
+    watch.end()
+    assert (watch.probe_before, watch.probe_after) == (4.0, 4.1)
+    assert not watch.assess()["disturbed"]
+    timed_nothing = overlap.QuietWatch(pid=0)  # a counts-only worker: its last release
+    timed_nothing.begin()
+    timed_nothing.end()
+    assert (timed_nothing.probe_before, timed_nothing.probe_after) == (9.0, 9.0)
 
 
 def test_stage_times_leave_pauses_out(tmp_path):
@@ -294,8 +320,8 @@ def test_only_the_counted_calls_hold_the_machine():
     phases = record.extra["phases_s"]
     assert phases[PREPARING] >= 3 * 2 * 0.02  # three sizes' plain calls, 2-4 steps each
     assert COUNTING in phases
-    # sampling (acquire), then per size: prepare (release), count (acquire)
-    assert link.calls == ["acquire"] + ["release", "acquire"] * 3
+    # sampling (acquire), its end, then per size: prepare (release), count (acquire)
+    assert link.calls == ["acquire", "timed end"] + ["release", "acquire"] * 3
 
 
 @pytest.mark.parametrize("at_once", [1, 2])
