@@ -20,7 +20,8 @@ too. What is timed or counted must still run with the machine to itself, so:
 - a new worker starts only when nobody holds the machine; its timeout counts only the
   time it was not stopped;
 - the runner's own work between cells (`Machine.untimed`: a finished cell's statistics,
-  whose bootstrap grows with its samples) waits until nobody holds the
+  whose bootstrap grows with its samples; the check of a cell's XLA flags, a fresh
+  interpreter starting JAX) waits until nobody holds the
   machine, and nobody is granted it until that work is done: beside another cell's
   samples, on the same pair of cores, it would be load on them (performance log,
   2026-11-24, "The runner's own work beside a timed cell").

@@ -448,3 +448,23 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_cells_flag_check_never_runs_beside_another_cells_quiet_stage(monkeypatch):
+    """Checking a backend's XLA flags starts a fresh interpreter with JAX: the runner's own
+    work, so it waits until nobody holds the machine and holds off every grant meanwhile."""
+    from scanbench.execution import launcher
+
+    machine = Machine(2)
+    seen = []
+
+    def noting(cell, python, environ):
+        seen.append((machine.held(), machine._untimed))
+        return "refused: noted"
+
+    monkeypatch.setattr(launcher, "refused_flags", noting)
+    toy = str(SCENARIO_FILES / "toy.py")
+    cell = Cell("toy", "good", "smoke", "float64", 0, toy)
+    record = launcher.run_cell_in_worker(cell, TimingConfig(), 60, machine=machine)
+    assert record.status == "failed" and "refused: noted" in record.error
+    assert seen == [(False, 1)]
