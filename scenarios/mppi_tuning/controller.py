@@ -129,9 +129,17 @@ def command(
     key: jax.Array, nominal: jax.Array, x: jax.Array, params: Params, config: Config
 ) -> tuple[jax.Array, jax.Array]:
     """One MPPI update: sample, roll out, weight, return (u, next warm-started nominal)."""
+    noise = jax.random.normal(key, noise_shape(config), nominal.dtype)
+    return command_with_noise(noise, nominal, x, params, config)
+
+
+def command_with_noise(
+    noise: jax.Array, nominal: jax.Array, x: jax.Array, params: Params, config: Config
+) -> tuple[jax.Array, jax.Array]:
+    """`command` given its standard-normal draw ``noise`` (T, K): roll out, weight, return
+    (u, next warm-started nominal)."""
     system = config.dynamics
     dtype = nominal.dtype
-    noise = jax.random.normal(key, noise_shape(config), dtype)
     sigma, lambda_ = jnp.asarray(params.sigma, dtype), jnp.asarray(params.lambda_, dtype)
     controls = jnp.clip(nominal[:, None] + sigma * noise, -system.u_max, system.u_max)
     costs = rollout_costs(x, controls, config)

@@ -28,9 +28,12 @@ from scanbench.scenarios.mppi_tuning.jax_loops import (
     tune_scanned,
 )
 from scanbench.scenarios.mppi_tuning.objective import (
+    TILE_LANES,
+    candidates_per_tile,
     episode_cost,
     episode_keys,
     episode_noise,
+    evaluate,
     evaluate_population,
     generation_key,
 )
@@ -49,6 +52,23 @@ def smoke_inputs(scenario_name: str, episodes: int = 2, seed: int = 0) -> MppiIn
     scenario = bundled(scenario_name)
     inputs = scenario.make_inputs(scenario.size("smoke"), seed, "float32")
     return MppiInputs(dataclasses.replace(inputs.config, episodes=episodes), seed)
+
+
+@pytest.mark.parametrize("scenario_name", SCENARIOS)
+def test_the_population_evaluated_in_tiles_is_each_candidates_evaluation(scenario_name):
+    """`evaluate_population` (steps outside the candidates, noise drawn once per step,
+    candidates in tiles on a CPU, the last tile short) gives `evaluate`'s fitness."""
+    inputs = smoke_inputs(scenario_name)
+    system = inputs.config.system
+    samples = TILE_LANES[system] // (2 * 3)  # 2 episodes: tiles of 3 candidates
+    config = dataclasses.replace(inputs.config, samples=samples, population=len(POPULATION))
+    assert candidates_per_tile(config, "cpu") == 3 < len(POPULATION)  # 3 + 3 + 1
+    assert candidates_per_tile(config, "gpu") == len(POPULATION)
+    keys = episode_keys(generation_key(jax.random.key_data(jax.random.key(5)), 1), 2)
+    tiled = jax.jit(lambda k, p: evaluate_population(k, p, config))(keys, POPULATION)
+    one_by_one = [jax.jit(lambda k, z: evaluate(k, z, config))(keys, z) for z in POPULATION]
+    np.testing.assert_allclose(np.asarray(tiled), np.asarray(one_by_one), rtol=1e-5)
+    assert np.ptp(np.asarray(tiled)) > 0.05
 
 
 @pytest.mark.parametrize("scenario_name", SCENARIOS)
