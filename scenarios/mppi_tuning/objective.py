@@ -16,7 +16,7 @@ rollout step is several fused kernels, each writing its (candidates x K) arrays 
 memory, and a whole population's arrays (64 x 256 lanes, one array per state component
 and RK4 stage) left the core's cache. In tiles of 512 (pendulum) and 1,024 lanes
 (cart-pole) the `sharded` backends run at 0.83x and 0.85x of the roofline's speed, from
-0.67x and 0.62x (performance log, 2026-11-27).
+0.68x and 0.61x (performance log, 2026-11-27).
 """
 
 from __future__ import annotations
