@@ -57,7 +57,16 @@ from .interference import (
     thread_states,
 )
 from .processes import Finished, finish_worker, start_worker
-from .quiet_link import PAUSES, PAUSES_FILE, QUIET_FDS, clock
+from .quiet_link import (
+    ACQUIRE,
+    ANSWERED,
+    PAUSES,
+    PAUSES_FILE,
+    QUIET_FDS,
+    RELEASE,
+    TIMED_END,
+    clock,
+)
 
 STOP_WAIT_S = 2.0  # how long a SIGSTOPped worker may take to be stopped in every thread
 
@@ -256,21 +265,17 @@ class Machine:
                     byte = os.read(request_fd, 1)
                 except OSError:
                     byte = b""
-                if byte == b"q":
+                if byte == ACQUIRE:
                     self._acquire(worker)
-                    with contextlib.suppress(OSError):
-                        os.write(worker.grant_fd, b"g")
-                elif byte == b"r":
+                elif byte == RELEASE:
                     self._release(worker)
-                    with contextlib.suppress(OSError):
-                        os.write(worker.grant_fd, b"g")
-                elif byte == b"t":
+                elif byte == TIMED_END:
                     with self._cond:  # the worker holds the machine: nobody else runs
                         worker.watch.close()
-                    with contextlib.suppress(OSError):
-                        os.write(worker.grant_fd, b"g")
                 else:  # exited
                     break
+                with contextlib.suppress(OSError):
+                    os.write(worker.grant_fd, ANSWERED)
         finally:
             os.close(request_fd)
             with self._cond:

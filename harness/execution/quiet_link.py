@@ -17,6 +17,8 @@ QUIET_FDS = "SCANBENCH_QUIET_FDS"  # "<request write fd>,<grant read fd>" in a w
 PAUSES = "SCANBENCH_PAUSES"  # the file of a worker's pauses (JSON [[stop, continue], ...])
 PAUSES_FILE = "pauses.json"
 clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
+# the protocol's bytes: the worker's requests, and the runner's answer to each
+ACQUIRE, TIMED_END, RELEASE, ANSWERED = b"q", b"t", b"r", b"g"
 
 
 class QuietLink:
@@ -37,22 +39,22 @@ class QuietLink:
         return cls(request, grant)
 
     def acquire(self) -> None:
-        os.write(self.request_fd, b"q")
-        if os.read(self.grant_fd, 1) != b"g":
-            raise RuntimeError("the runner closed its end of the quiet link")
+        self._ask(ACQUIRE)
 
     def timed_end(self) -> None:
         """Say that this worker's timed samples ended (it keeps the machine); returns once
         the runner has taken its closing probes (`scanbench.execution.overlap.QuietWatch.close`)."""
-        os.write(self.request_fd, b"t")
-        if os.read(self.grant_fd, 1) != b"g":
-            raise RuntimeError("the runner closed its end of the quiet link")
+        self._ask(TIMED_END)
 
     def release(self) -> None:
         """Give the machine back; returns once the runner has taken its closing probes
         (the calibration probe must not run beside this worker's next stage)."""
-        os.write(self.request_fd, b"r")
-        if os.read(self.grant_fd, 1) != b"g":
+        self._ask(RELEASE)
+
+    def _ask(self, request: bytes) -> None:
+        """Send ``request`` and block until the runner answers it."""
+        os.write(self.request_fd, request)
+        if os.read(self.grant_fd, 1) != ANSWERED:
             raise RuntimeError("the runner closed its end of the quiet link")
 
 

@@ -129,8 +129,12 @@ def command(
     key: jax.Array, nominal: jax.Array, x: jax.Array, params: Params, config: Config
 ) -> tuple[jax.Array, jax.Array]:
     """One MPPI update: sample, roll out, weight, return (u, next warm-started nominal)."""
-    noise = jax.random.normal(key, noise_shape(config), nominal.dtype)
-    return command_with_noise(noise, nominal, x, params, config)
+    return command_with_noise(draw_noise(key, config, nominal.dtype), nominal, x, params, config)
+
+
+def draw_noise(key: jax.Array, config: Config, dtype) -> jax.Array:
+    """The standard-normal draw (T, K) a `command` with ``key`` makes."""
+    return jax.random.normal(key, noise_shape(config), dtype)
 
 
 def command_with_noise(

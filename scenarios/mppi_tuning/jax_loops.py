@@ -36,9 +36,10 @@ from .controller import (
 from .objective import (
     ask_key,
     episode_keys,
-    episode_start_and_run_keys,
+    episode_start,
     evaluate_population,
     generation_key,
+    step_key,
     tell_key,
 )
 from .problem import MppiInputs
@@ -102,13 +103,12 @@ def _sequential_evaluate(prepared: dict[str, Any], holder: ConfigHolder, keys) -
     controller, plant = prepared["controller"], prepared["plant"]
     total = 0.0
     for key in keys:
-        start_key, run_key = episode_start_and_run_keys(key)
-        x = config.dynamics.initial_state(start_key)
+        x, run_key = episode_start(key, config)
         nominal = jnp.zeros(config.horizon, jnp.float32)  # a fresh controller per episode
         cost = 0.0
         for step in range(config.control_steps):
-            step_key = jax.random.fold_in(run_key, step)
-            u, nominal = controller(step_key, nominal, x, holder.lambda_, holder.sigma)
+            key_of_step = step_key(run_key, step)
+            u, nominal = controller(key_of_step, nominal, x, holder.lambda_, holder.sigma)
             x, step_cost = plant(x, u)
             cost = cost + step_cost
         total += float(cost) / config.control_steps

@@ -30,7 +30,7 @@ from .controller import (
     Params,
     command,
     command_with_noise,
-    noise_shape,
+    draw_noise,
     params_from_candidate,
 )
 
@@ -61,16 +61,26 @@ def episode_start_and_run_keys(key: jax.Array) -> tuple[jax.Array, jax.Array]:
     return start, run
 
 
+def episode_start(key: jax.Array, config: Config) -> tuple[jax.Array, jax.Array]:
+    """An episode's start state and its run key, from its episode key."""
+    start_key, run_key = episode_start_and_run_keys(key)
+    return config.dynamics.initial_state(start_key), run_key
+
+
+def step_key(run_key: jax.Array, step) -> jax.Array:
+    """The key control step ``step`` of an episode draws its noise from."""
+    return jax.random.fold_in(run_key, step)
+
+
 def episode_cost(key: jax.Array, params: Params, config: Config) -> jax.Array:
     """Mean running cost of one closed-loop episode of S control steps."""
     system = config.dynamics
-    start_key, run_key = episode_start_and_run_keys(key)
-    x0 = system.initial_state(start_key)
+    x0, run_key = episode_start(key, config)
     nominal = jnp.zeros(config.horizon, x0.dtype)
 
     def step(carry, s):
         x, nominal, total = carry
-        u, nominal = command(jax.random.fold_in(run_key, s), nominal, x, params, config)
+        u, nominal = command(step_key(run_key, s), nominal, x, params, config)
         x = system.step(x, u, config.dt)
         return (x, nominal, total + system.cost(x, u)), None
 
@@ -103,13 +113,8 @@ def evaluate_population(keys: jax.Array, population: jax.Array, config: Config) 
     every candidate (common random numbers) and runs the candidates' commands vmapped in
     tiles (see the module doc)."""
     system = config.dynamics
-    params = jax.vmap(params_from_candidate)(jnp.asarray(population, jnp.float32))
-
-    def start_and_run(key):
-        start_key, run_key = episode_start_and_run_keys(key)
-        return system.initial_state(start_key), run_key
-
-    starts, run_keys = jax.vmap(start_and_run)(keys)
+    params = params_from_candidate(jnp.asarray(population, jnp.float32))  # batched Params
+    starts, run_keys = jax.vmap(lambda key: episode_start(key, config))(keys)
     count, episodes = population.shape[0], keys.shape[0]
     dtype = starts.dtype
     commands = jax.vmap(command_with_noise, in_axes=(0, 0, 0, None, None))  # episodes
@@ -117,11 +122,7 @@ def evaluate_population(keys: jax.Array, population: jax.Array, config: Config) 
 
     def step(carry, s):
         x, nominal, total = carry
-        noise = jax.vmap(
-            lambda run_key: jax.random.normal(
-                jax.random.fold_in(run_key, s), noise_shape(config), dtype
-            )
-        )(run_keys)
+        noise = jax.vmap(lambda run_key: draw_noise(step_key(run_key, s), config, dtype))(run_keys)
 
         def one(candidate):
             candidate_params, candidate_x, candidate_nominal = candidate
@@ -150,14 +151,9 @@ def episode_noise(keys: jax.Array, config: Config) -> tuple[jax.Array, jax.Array
     """
 
     def one(key):
-        start_key, run_key = episode_start_and_run_keys(key)
-        x0 = config.dynamics.initial_state(start_key)
+        x0, run_key = episode_start(key, config)
         steps = jnp.arange(config.control_steps)
-        noise = jax.vmap(
-            lambda s: jax.random.normal(
-                jax.random.fold_in(run_key, s), noise_shape(config), x0.dtype
-            )
-        )(steps)
+        noise = jax.vmap(lambda s: draw_noise(step_key(run_key, s), config, x0.dtype))(steps)
         return noise, x0
 
     return jax.vmap(one)(keys)
