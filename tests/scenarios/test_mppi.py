@@ -149,6 +149,25 @@ def test_the_roofline_does_the_scenarios_work_and_checks_its_arithmetic(scenario
         check(costs * 1.01, None, "float32")
 
 
+@pytest.mark.parametrize("scenario_name", SCENARIOS)
+def test_the_rooflines_check_compiles_once_per_process(scenario_name):
+    """The roofline is checked twice per cell (first call, last timed output), the second
+    time in the quiet stage: its JAX rollouts compile on the first check only (eagerly,
+    each of its 4 batches compiled a scan on every check)."""
+    from scanbench.checks import check_of
+    from scanbench.probes.compilations import count_compilations
+
+    scenario = bundled(scenario_name)
+    size = scenario.size("smoke")
+    roofline = scenario.backend("roofline")
+    prepared = roofline.prepare(scenario.make_inputs(size, 0, "float32"), size)
+    costs = roofline.run(prepared)
+    check = check_of(scenario, roofline, prepared)
+    check(costs, None, "float32")
+    again = count_compilations(lambda: check(costs, None, "float32"))
+    assert (again.traces, again.compiles) == (0, 0), again.by_function
+
+
 def test_evosax_backends_follow_the_same_trajectory():
     scenario = bundled("mppi_tuning")
     size = scenario.size("smoke")
