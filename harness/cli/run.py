@@ -155,8 +155,8 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
         type=number(int, "--remeasure", 0, low_open=False),
         default=REMEASURE,
         metavar="N",
-        help="measure a disturbed cell (a busy machine, or a slow spell in its samples: "
-        "sampled again in its worker first) again, up to N times, keeping the first "
+        help="measure a disturbed cell (a busy machine or a slow spell in its samples: "
+        "either sampled again in its worker first) again, up to N times, keeping the first "
         f"undisturbed measurement (default "
         f"{REMEASURE}; 0: never)",
     )

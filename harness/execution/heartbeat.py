@@ -48,6 +48,7 @@ class Beacon:
         self.link = link
         self.pauses = pauses or Pauses(None)
         self.holding = False
+        self.timed_ended = False  # `timed_end` was said for the running sampling
         self.last = -float("inf")
         self.stages: dict[str, float] = {}
         self.current: tuple[str, float] | None = None
@@ -59,8 +60,10 @@ class Beacon:
         self.stop()
         quiet = name in QUIET_STAGES
         ended = leaving in TIMED_STAGES and name not in TIMED_STAGES
-        if self.link is not None and self.holding and ended:  # the closing probes now
-            self.link.timed_end()
+        if ended:  # the closing probes now, unless `timed_end` took them already
+            self.timed_end()
+        if name in TIMED_STAGES:
+            self.timed_ended = False
         if self.link is not None and quiet and not self.holding:
             self.current = (WAITING_STAGE, self.clock())
             self.phase("waiting: another cell is being timed")
@@ -72,6 +75,22 @@ class Beacon:
             self.holding = False
         self.current = (name, self.clock())
         self.phase(text or name)
+
+    def timed_end(self) -> bool:
+        """Say that the timed samples ended, once per sampling (the runner takes its
+        closing probes); whether their verdict found the machine disturbed. False
+        without a link or the machine, or when said already."""
+        if self.link is None or not self.holding or self.timed_ended:
+            return False
+        self.timed_ended = True
+        return bool(self.link.timed_end())
+
+    def again(self) -> None:
+        """After `timed_end`: the samples are set aside and the call sampled again in
+        this stage, the runner's probes opened anew."""
+        if self.link is not None and self.holding and self.timed_ended:
+            self.link.again()
+        self.timed_ended = False
 
     def ended(self, name: str, since: float) -> None:
         """Add a stage that ran from ``since`` (this beacon's clock) until now, before the

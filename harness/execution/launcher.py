@@ -214,7 +214,9 @@ def run_cell_in_worker(
     else:
         with machine.untimed():  # never beside another cell's samples (scanbench.execution.overlap)
             record, interference = resampled(
-                with_stats(Record.from_json(data), timing.confidence), interference
+                with_stats(Record.from_json(data), timing.confidence),
+                interference,
+                finished.windows,
             )
             if record.status == "ok" and record.samples_s:
                 tested = with_slow_spell(

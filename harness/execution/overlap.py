@@ -7,7 +7,10 @@ too. What is timed or counted must still run with the machine to itself, so:
 
 - the worker asks for the machine before a *quiet* stage (`QUIET_STAGES`: sampling,
   counting), says when its timed samples end (the closing interference probes are taken
-  then, `QuietWatch.close`), and gives it back when it goes on with an untimed one or exits
+  then, `QuietWatch.close`, and the runner answers whether they found the machine
+  disturbed: the worker may then set those samples aside and sample again, still holding
+  the machine, the probes opened anew and the verdict on the samples set aside kept,
+  `Worker.windows`), and gives it back when it goes on with an untimed one or exits
   (`scanbench.execution.quiet_link.QuietLink`, two pipes; `scanbench.execution.heartbeat.Beacon`
   does it as stages change);
 - the runner (`Machine`) then stops every other worker (SIGSTOP, and waits until each of
@@ -59,7 +62,9 @@ from .interference import (
 from .processes import Finished, finish_worker, start_worker
 from .quiet_link import (
     ACQUIRE,
+    AGAIN,
     ANSWERED,
+    DISTURBED,
     PAUSES,
     PAUSES_FILE,
     QUIET_FDS,
@@ -135,11 +140,15 @@ class QuietWatch:
         self.steal[1], self.loads[1] = cpu_times(), load_average()
         self.probes_s += time.perf_counter() - started
 
-    def close(self) -> None:
+    def close(self) -> bool:
         """The worker's timed samples ended (it still holds the machine): the closing
-        probes now, and nothing watched after."""
+        probes now, and nothing watched after. Whether the verdict on them is disturbed
+        (False when they had ended already)."""
+        if self.closed:
+            return False
         self.end()
         self.closed = True
+        return bool(self.assess()["disturbed"])
 
     def assess(self) -> dict[str, Any]:
 
@@ -164,6 +173,18 @@ class Worker:
     waited_s: float = 0.0  # before it could start (another worker held the machine)
     pauses: list[tuple[float, float]] = dataclasses.field(default_factory=list)
     stopped_at: float | None = None
+    # the verdicts (`QuietWatch.assess`) on the samplings the worker set aside and took
+    # again, in order
+    windows: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def sampled_again(self, holding: bool) -> None:
+        """The worker sets its last samples aside and samples again: the verdict on them
+        is kept, and a new watch opened (its probes now, when the worker holds the
+        machine)."""
+        self.windows.append(self.watch.assess())
+        self.watch = QuietWatch(self.process.pid, probes_s=self.watch.probes_s)
+        if holding:
+            self.watch.begin()
 
     def paused_s(self, now: float | None = None) -> float:
         total = sum(b - a for a, b in self.pauses)
@@ -259,6 +280,7 @@ class Machine:
 
     def _serve(self, worker: Worker, request_fd: int) -> None:
         """Answer one worker's requests until it exits (its end of the pipe closes)."""
+        answer = ANSWERED
         try:
             while True:
                 try:
@@ -271,11 +293,15 @@ class Machine:
                     self._release(worker)
                 elif byte == TIMED_END:
                     with self._cond:  # the worker holds the machine: nobody else runs
-                        worker.watch.close()
+                        answer = DISTURBED if worker.watch.close() else ANSWERED
+                elif byte == AGAIN:
+                    with self._cond:
+                        worker.sampled_again(holding=self._holder is worker)
                 else:  # exited
                     break
                 with contextlib.suppress(OSError):
-                    os.write(worker.grant_fd, ANSWERED)
+                    os.write(worker.grant_fd, answer)
+                answer = ANSWERED
         finally:
             os.close(request_fd)
             with self._cond:
@@ -410,6 +436,7 @@ def run_worker(
     return dataclasses.replace(
         finished,
         interference=worker.watch.assess(),
+        windows=tuple(worker.windows),
         waited_s=worker.waited_s,
         paused_s=worker.paused_s(),
         probes_s=worker.watch.probes_s,

@@ -78,6 +78,8 @@ class Finished:
     # with a `scanbench.execution.overlap.Machine`: the interference over its quiet stages, how long
     # it waited to start and was stopped, and the runner's probing time
     interference: dict[str, Any] | None = None
+    # the verdicts on the samplings it set aside and took again (`Worker.windows`)
+    windows: tuple[dict[str, Any], ...] = ()
     waited_s: float = 0.0
     paused_s: float = 0.0
     probes_s: float = 0.0

@@ -17,15 +17,19 @@ QUIET_FDS = "SCANBENCH_QUIET_FDS"  # "<request write fd>,<grant read fd>" in a w
 PAUSES = "SCANBENCH_PAUSES"  # the file of a worker's pauses (JSON [[stop, continue], ...])
 PAUSES_FILE = "pauses.json"
 clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
-# the protocol's bytes: the worker's requests, and the runner's answer to each
-ACQUIRE, TIMED_END, RELEASE, ANSWERED = b"q", b"t", b"r", b"g"
+# the protocol's bytes: the worker's requests, and the runner's answer to each (to
+# TIMED_END: ANSWERED, or DISTURBED when its probes found the machine disturbed)
+ACQUIRE, TIMED_END, AGAIN, RELEASE = b"q", b"t", b"a", b"r"
+ANSWERED, DISTURBED = b"g", b"d"
 
 
 class QuietLink:
     """The worker's end of the protocol: `acquire` blocks until the runner grants the
     machine (every other worker stopped, the opening probes taken); `timed_end` says its
-    timed samples ended and blocks until the closing probes are taken; `release` gives
-    the machine back (the closing probes taken then if `timed_end` never was)."""
+    timed samples ended, blocks until the closing probes are taken and says whether they
+    found the machine disturbed; `again` (still holding the machine) says the worker sets
+    those samples aside and samples again, the runner's probes opened anew; `release`
+    gives the machine back (the closing probes taken then if `timed_end` never was)."""
 
     def __init__(self, request_fd: int, grant_fd: int) -> None:
         self.request_fd, self.grant_fd = request_fd, grant_fd
@@ -41,21 +45,31 @@ class QuietLink:
     def acquire(self) -> None:
         self._ask(ACQUIRE)
 
-    def timed_end(self) -> None:
+    def timed_end(self) -> bool:
         """Say that this worker's timed samples ended (it keeps the machine); returns once
-        the runner has taken its closing probes (`scanbench.execution.overlap.QuietWatch.close`)."""
-        self._ask(TIMED_END)
+        the runner has taken its closing probes (`scanbench.execution.overlap.QuietWatch.close`):
+        whether they found the machine disturbed over the samples (the interference's
+        verdict: the probe's drift, other programs' load, CPU steal)."""
+        return self._ask(TIMED_END, (ANSWERED, DISTURBED)) == DISTURBED
+
+    def again(self) -> None:
+        """After `timed_end`, holding the machine: this worker sets its samples aside and
+        samples again; returns once the runner has kept the verdict on them and taken its
+        opening probes anew."""
+        self._ask(AGAIN)
 
     def release(self) -> None:
         """Give the machine back; returns once the runner has taken its closing probes
         (the calibration probe must not run beside this worker's next stage)."""
         self._ask(RELEASE)
 
-    def _ask(self, request: bytes) -> None:
-        """Send ``request`` and block until the runner answers it."""
+    def _ask(self, request: bytes, answers: tuple[bytes, ...] = (ANSWERED,)) -> bytes:
+        """Send ``request``, block until the runner answers it, return the answer."""
         os.write(self.request_fd, request)
-        if os.read(self.grant_fd, 1) != ANSWERED:
+        answer = os.read(self.grant_fd, 1)
+        if answer not in answers:
             raise RuntimeError("the runner closed its end of the quiet link")
+        return answer
 
 
 @dataclasses.dataclass(frozen=True)

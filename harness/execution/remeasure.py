@@ -12,10 +12,12 @@ and it is not measured again), and keeps:
 - else (every measurement disturbed) the last one that succeeded, still marked
   disturbed: the reports say so and the gate does not decide on it.
 
-Before that, inside the worker, samples with a slow spell are set aside and the call
-sampled again up to ``times`` times (`scanbench.execution.worker`): the cheaper remedy for
-a spell, since a fresh worker compiles again. `resampled` moves those samples into the
-record's ``interference.set_aside`` like the rest.
+Before that, inside the worker, samples with a slow spell, or over which the runner's
+probes found the machine disturbed (`scanbench.execution.overlap`: its answer when the
+samples end), are set aside and the call sampled again up to ``times`` times
+(`scanbench.execution.worker`): the cheaper remedy, since a fresh worker compiles again.
+`resampled` moves those samples, with the runner's verdict on each, into the record's
+``interference.set_aside`` like the rest.
 
 Nothing measured is dropped: each measurement set aside is stored in the kept record's
 ``interference.set_aside`` (its status and error, what disturbed it, its samples and
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..api import Record
@@ -36,18 +38,30 @@ from ..spells import SlowSpell
 from ..stages import SAMPLING_STAGE
 from .interference import Interference, SetAside
 
-__all__ = ["REMEASURE", "needs_another", "remeasured", "resampled", "sampled_again", "set_aside"]
+__all__ = [
+    "REMEASURE",
+    "needs_another",
+    "remeasured",
+    "resampled",
+    "sampled_again",
+    "set_aside",
+    "with_window",
+]
 
 SET_ASIDE_STAGE = "measured again (disturbed measurements set aside)"
 SAMPLED_AGAIN = "sampled again in the same worker"
 
 
-def sampled_again(samples: tuple[float, ...], spell: SlowSpell) -> SetAside:
-    """A sampling set aside inside its worker for its slow ``spell`` (the worker then
-    samples the call again): a measurement set aside like a whole worker's."""
-    verdict = Interference(
-        slow_spell=spell, disturbed=True, reasons=(f"{spell.describe()}; {SAMPLED_AGAIN}",)
-    )
+MACHINE_DISTURBED = "the runner's probes found the machine disturbed"
+
+
+def sampled_again(samples: tuple[float, ...], spell: SlowSpell | None) -> SetAside:
+    """A sampling set aside inside its worker for its slow ``spell``, or (None) because
+    the runner's probes found the machine disturbed over it (`resampled` then adds their
+    verdict); the worker then samples the call again: a measurement set aside like a
+    whole worker's."""
+    why = spell.describe() if spell is not None else MACHINE_DISTURBED
+    verdict = Interference(slow_spell=spell, disturbed=True, reasons=(f"{why}; {SAMPLED_AGAIN}",))
     return SetAside(
         status="ok",
         interference=verdict,
@@ -57,15 +71,40 @@ def sampled_again(samples: tuple[float, ...], spell: SlowSpell) -> SetAside:
     )
 
 
-def resampled(record: Record, interference: dict[str, Any]) -> tuple[Record, dict[str, Any]]:
+def with_window(aside: SetAside, window: dict[str, Any] | None) -> SetAside:
+    """A sampling set aside in its worker, with the runner's verdict on it (``window``,
+    `scanbench.execution.overlap.Worker.windows`: the probes, load and steal over its
+    samples, JSON): those values, the worker's slow spell, the reasons of both (the
+    spell's first, the first saying it was sampled again)."""
+    if window is None:
+        return aside
+    machine = Interference.from_json(dict(window))
+    own = aside.interference or Interference()
+    spell = own.slow_spell
+    reasons = [*([spell.describe()] if spell is not None else []), *machine.reasons]
+    reasons = reasons or [MACHINE_DISTURBED]
+    reasons[0] = f"{reasons[0]}; {SAMPLED_AGAIN}"
+    verdict = dataclasses.replace(
+        machine, slow_spell=spell, disturbed=True, reasons=tuple(reasons), set_aside=()
+    )
+    return dataclasses.replace(aside, interference=verdict)
+
+
+def resampled(
+    record: Record, interference: dict[str, Any], windows: Sequence[dict[str, Any]] = ()
+) -> tuple[Record, dict[str, Any]]:
     """``record`` without the samplings its worker set aside (``sampling["set_aside"]``,
-    each a `sampled_again`), and ``interference`` (JSON) with them among its measurements
-    set aside; the time they took moves from the sampling stage to that of measurements
-    set aside."""
+    each a `sampled_again`, paired in order with the runner's verdict on it in
+    ``windows``: `with_window`), and ``interference`` (JSON) with them among its
+    measurements set aside; the time they took moves from the sampling stage to that of
+    measurements set aside."""
     taken = (record.sampling or {}).get("set_aside") or ()
     if not taken:
         return record, interference
-    aside = tuple(SetAside.from_json(dict(sampling)) for sampling in taken)
+    aside = tuple(
+        with_window(SetAside.from_json(dict(sampling)), windows[i] if i < len(windows) else None)
+        for i, sampling in enumerate(taken)
+    )
     spent = sum(attempt.wall_s or 0.0 for attempt in aside)
     phases = dict(record.extra.get("phases_s") or {})
     phases[SAMPLING_STAGE] = max(0.0, phases.get(SAMPLING_STAGE, 0.0) - spent)

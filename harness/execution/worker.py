@@ -11,12 +11,14 @@ no NaN/inf where the reference has none, a finite max error, inputs left unchang
 backend that fails is stored as a failed record and never timed. Its last timed output is
 checked again, so a backend that goes wrong on repetition fails too, saying so.
 
-Samples in which the machine slowed down for a while (a *slow spell*, `scanbench.spells`)
-are set aside and the call sampled again in the same process, up to the run's
-``--remeasure`` times: the prepared program is steady, only the machine was not, and a
-fresh worker would compile it again (most of an MPPI cell's time). The runner then tests
-the kept samples as any other (`scanbench.execution.interference`) and stores the set-aside
-ones with the record.
+Samples in which the machine slowed down for a while (a *slow spell*, `scanbench.spells`),
+or over which the runner's probes found the machine disturbed (the calibration probe's
+drift, other programs' load, CPU steal: its answer when the samples end,
+`scanbench.execution.quiet_link.QuietLink.timed_end`), are set aside and the call sampled
+again in the same process, up to the run's ``--remeasure`` times: the prepared program is
+steady, only the machine was not, and a fresh worker would compile it again (most of an
+MPPI cell's time). The runner then tests the kept samples as any other
+(`scanbench.execution.interference`) and stores the set-aside ones with the record.
 """
 
 from __future__ import annotations
@@ -379,11 +381,17 @@ def _check_and_time(
                 before=meter.before(_before_sample(setup, cache)),
             )
             calls += timed.warmup_calls + len(timed.samples)
-            spell = find_spell(timed.samples, target.seed) if len(set_aside) < resample else None
-            if spell is None:
+            if len(set_aside) >= resample:
                 break
-            # a slow spell: sampled again in this process, still in the quiet stage (the
-            # module doc); the samples set aside are kept with the record
+            spell = find_spell(timed.samples, target.seed)
+            machine = beacon.timed_end()  # the runner's closing probes: was it disturbed?
+            if spell is None and not machine:
+                break
+            # a slow spell, or a machine the runner found disturbed over the samples:
+            # sampled again in this process, still in the quiet stage (the module doc);
+            # the samples set aside are kept with the record, the runner's verdict on them
+            # beside (`scanbench.execution.remeasure.resampled`)
+            beacon.again()
             set_aside.append(sampled_again(timed.samples, spell).to_json())
         samples, sampling = timed.samples, timed.sampling(timing)
         if set_aside:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 import threading
 import time
@@ -96,6 +97,39 @@ def test_a_worker_is_stopped_while_the_other_holds_the_machine(tmp_path):
     assert seen["gap"] >= 0.9 * spun.paused_s  # and it really did not run meanwhile
     assert wall > 4.0  # longer than its timeout on the wall clock, not in time it ran
     assert held.interference["probe_before_s"] and held.interference["probe_after_s"]
+
+
+# A worker that takes the machine, ends its samples twice, sampling again after the
+# first when the runner's answer says disturbed, and prints each answer
+RESAMPLER = """
+from scanbench.execution.quiet_link import QuietLink
+link = QuietLink.from_environ()
+link.acquire()
+answers = [link.timed_end()]
+if answers[0]:
+    link.again()
+    answers.append(link.timed_end())
+link.release()
+print(answers)
+"""
+
+
+def test_the_runner_answers_the_end_of_samples_with_its_verdict(tmp_path, monkeypatch):
+    """Over real pipes: the probe planted to drift 3x across the first sampling makes the
+    runner answer "disturbed"; the worker samples again, the runner keeps the verdict on
+    the first sampling (`Finished.windows`) and judges the second on its own probes."""
+    from scanbench.execution import interference, overlap
+
+    for threshold in ("OTHERS", "STEAL_FRACTION"):  # a parallel test run's load and steal
+        monkeypatch.setattr(interference, threshold, math.inf)
+    probes = iter([1.0, 3.0])
+    monkeypatch.setattr(overlap, "calibration_probe", lambda: next(probes, 1.0))
+    done = run_worker(Machine(2), [sys.executable, "-c", RESAMPLER], _env(), 60.0, tmp_path)
+    assert done.returncode == 0, done.stderr
+    (first,) = done.windows
+    assert first["disturbed"] and (first["probe_before_s"], first["probe_after_s"]) == (1.0, 3.0)
+    assert first["reasons"][0].startswith("the calibration probe took 3.00x")
+    assert not done.interference["disturbed"] and done.interference["probe_after_s"] == 1.0
 
 
 def test_a_new_worker_waits_while_another_holds_the_machine(tmp_path):
@@ -193,6 +227,38 @@ def test_a_beacon_asks_for_the_machine_around_quiet_stages():
     beacon.stop()
     assert link.calls == ["acquire", "timed end", "release", "acquire"]
     assert WAITING_STAGE in beacon.stages and PAUSED_STAGE not in beacon.stages
+
+
+class AnsweringLink(RecordingLink):
+    """A `RecordingLink` whose runner finds the machine disturbed over the first
+    sampling only."""
+
+    def timed_end(self) -> bool:
+        super().timed_end()
+        return self.calls.count("timed end") == 1
+
+    def again(self) -> None:
+        self.calls.append("again")
+
+
+def test_a_beacon_says_once_per_sampling_that_the_samples_ended():
+    """The worker says its samples ended as soon as it has tested them (`timed_end`,
+    answered with the runner's verdict), samples again after a disturbed one (`again`),
+    and the stage change after the kept samples says nothing more."""
+    link = AnsweringLink()
+    beacon = Beacon(None, link=link)
+    beacon.stage("prepare: check")
+    beacon.stage("sampling")
+    assert beacon.timed_end() is True  # disturbed: the worker samples again
+    assert beacon.timed_end() is False  # said already for this sampling
+    beacon.again()
+    assert beacon.timed_end() is False  # the new samples: not disturbed
+    beacon.stage("counting")  # the samples' end was said: only the quiet stage goes on
+    beacon.stage("memory")
+    assert link.calls == ["acquire", "timed end", "again", "timed end", "release"]
+    alone = Beacon(None)  # no runner (a notebook's compare): nothing to say, nothing found
+    alone.stage("sampling")
+    assert alone.timed_end() is False
 
 
 def test_the_interference_is_read_around_the_timed_samples_only(monkeypatch):

@@ -151,10 +151,10 @@ def test_the_load_that_persists_is_found_among_other_programs_only(tmp_path):
         outsider.kill()
 
 
-def _planted_run(tmp_path, size_name: str, remeasure: int):
-    """The ``planted`` backend at ``size_name`` through a real run's cells."""
+def _planted_run(tmp_path, size_name: str, remeasure: int, backend: str = "planted"):
+    """The ``planted`` backend (or ``backend``) at ``size_name`` through a real run's cells."""
     size = planted.SCENARIO.size(size_name)
-    selection = Selection((file_source(SPELLS),), ("planted",), (size_name,), seed=1)
+    selection = Selection((file_source(SPELLS),), (backend,), (size_name,), seed=1)
     invocation = runner.plan(
         selection,
         timing=planted.timing(size["samples"]),
@@ -192,6 +192,37 @@ def test_a_spell_is_sampled_again_in_its_worker_and_the_steady_samples_kept(tmp_
     text = markdown.render(build([run]))
     assert "**planted**: measured 2 times; the numbers are of the last" in text
     assert "sampled again in the same worker" in text
+
+
+@pytest.mark.solo  # both samplings must be free of a slow spell: the other test worker's load
+def test_a_machine_disturbed_over_the_samples_is_sampled_again_in_its_worker(tmp_path, monkeypatch):
+    """Through the real run's cells: the runner's calibration probe is planted to take 3x
+    as long when the first sampling of a ``steady`` call ends, and the same before and
+    after every later one. The runner answers the worker's end of its samples with
+    "disturbed"; the worker sets them aside and samples again, holding the machine, with
+    no fresh worker (it would compile again). The kept samples are judged over their own
+    sampling; the set-aside one keeps the runner's verdict. (Other programs' load and
+    CPU steal are turned off: a parallel test run would flag the cell for them.)"""
+    from scanbench.execution import overlap
+
+    monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
+    for threshold in ("OTHERS", "STEAL_FRACTION"):
+        monkeypatch.setattr(interference, threshold, math.inf)
+    probes = iter([1.0, 3.0])  # the first sampling's opening and closing probes
+    monkeypatch.setattr(overlap, "calibration_probe", lambda: next(probes, 1.0))
+    run, cell, _ = _planted_run(tmp_path, "smoke", remeasure=1, backend="steady")
+    kept = Interference.from_json(cell.interference)
+    assert not cell.disturbed and len(cell.samples_s) == 40, cell.interference
+    assert (kept.probe_before_s, kept.probe_after_s) == (1.0, 1.0)
+    (aside,) = kept.set_aside
+    assert (aside.interference.probe_before_s, aside.interference.probe_after_s) == (1.0, 3.0)
+    assert aside.interference.slow_spell is None and len(aside.samples_s) == 40
+    (reason,) = aside.interference.reasons
+    assert reason.startswith("the calibration probe took 3.00x"), reason
+    assert reason.endswith("; sampled again in the same worker"), reason
+    assert cell.extra["phases_s"][SET_ASIDE_STAGE] == sum(aside.samples_s)  # no worker again
+    text = markdown.render(build([run]))
+    assert "**steady**: measured 2 times; the numbers are of the last" in text
 
 
 def test_a_run_measures_a_planted_spell_again_and_reports_it(tmp_path, monkeypatch):
