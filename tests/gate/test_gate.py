@@ -335,10 +335,12 @@ def test_busy_work_is_counted_in_iterations():
 def test_invariants_are_measured_interleaved_in_fresh_workers(tmp_path):
     """A cell whose result is ready 50 ms after its 1 ms of work, against the 1 ms cell
     alone, interleaved: per-block ratios of about 50; a wrong cell fails its rule with
-    the check's message, and a --results run is not what decides an invariant."""
+    the check's message, and a --results run is not what decides an invariant. 12 blocks:
+    at 8, the fewest for 99%, the interval of the median ratio is the blocks' range, and
+    one block of a VM's slow phase at 2.6x made the rule inconclusive (2026-12-02)."""
     invariant = {"scenario": f"{TOY}:SCENARIO", "size": "large", "faster": "good"}
     gates = {
-        "settings": {"blocks": 8, "samples_per_block": 3, "block_time_s": 0.0},
+        "settings": {"blocks": 12, "samples_per_block": 3, "block_time_s": 0.0},
         "invariant": [
             {**invariant, "slower": "delayed", "factor": 5.0, "worker_pairs": 1},
             {**invariant, "slower": "delayed", "within": 5.0, "worker_pairs": 1},
@@ -351,7 +353,8 @@ def test_invariants_are_measured_interleaved_in_fresh_workers(tmp_path):
     assert main(["gate", "--gates", str(path), "--md", str(md)]) == 1
     rows = {line.split(" | ")[2]: line for line in md.read_text().splitlines() if "|" in line}
     factor = rows["toy/large: good >= 5x faster than delayed"]
-    assert factor.startswith("| pass |") and "(8 interleaved blocks, 24 and 24 samples)" in factor
+    assert factor.startswith("| pass |"), factor
+    assert "(12 interleaved blocks, 36 and 36 samples)" in factor, factor
     within = rows["toy/large: delayed within 5x of good"]
     assert within.startswith("| fail |") and "confirming re-run" in within, within
     wrong = rows["toy/large: good >= 1x faster than wrong"]
