@@ -49,6 +49,7 @@ class Beacon:
         self.pauses = pauses or Pauses(None)
         self.holding = False
         self.timed_ended = False  # `timed_end` was said for the running sampling
+        self.anew_pending = False  # `anew` was asked for: said before the next grant
         self.last = -float("inf")
         self.stages: dict[str, float] = {}
         self.current: tuple[str, float] | None = None
@@ -67,6 +68,9 @@ class Beacon:
         if self.link is not None and quiet and not self.holding:
             self.current = (WAITING_STAGE, self.clock())
             self.phase("waiting: another cell is being timed")
+            if self.anew_pending:  # the runner's new watch opens with this grant
+                self.link.anew()
+                self.anew_pending = False
             self.link.acquire()
             self.holding = True
             self.stop()
@@ -90,6 +94,14 @@ class Beacon:
         this stage, the runner's probes opened anew."""
         if self.link is not None and self.holding and self.timed_ended:
             self.link.again()
+        self.timed_ended = False
+
+    def anew(self) -> None:
+        """The worker drops its measurement so far (a reduced size's) and measures the
+        cell anew: said to the runner before its next grant (the machine is given back
+        in between, for the new size's prepare), so that the new samples are judged by
+        probes around them alone, not by those around the dropped ones."""
+        self.anew_pending = self.link is not None
         self.timed_ended = False
 
     def ended(self, name: str, since: float) -> None:

@@ -63,6 +63,7 @@ from .processes import Finished, finish_worker, start_worker
 from .quiet_link import (
     ACQUIRE,
     AGAIN,
+    ANEW,
     ANSWERED,
     DISTURBED,
     PAUSES,
@@ -186,6 +187,15 @@ class Worker:
         if holding:
             self.watch.begin()
 
+    def measured_anew(self, holding: bool) -> None:
+        """The worker drops its measurement so far (a reduced size's) and measures its
+        cell anew: the verdicts on its samplings so far go with them, and a new watch
+        opens (its probes at the worker's next grant, or now if it holds the machine)."""
+        self.windows.clear()
+        self.watch = QuietWatch(self.process.pid, probes_s=self.watch.probes_s)
+        if holding:
+            self.watch.begin()
+
     def paused_s(self, now: float | None = None) -> float:
         total = sum(b - a for a, b in self.pauses)
         if self.stopped_at is not None:
@@ -297,6 +307,9 @@ class Machine:
                 elif byte == AGAIN:
                     with self._cond:
                         worker.sampled_again(holding=self._holder is worker)
+                elif byte == ANEW:
+                    with self._cond:
+                        worker.measured_anew(holding=self._holder is worker)
                 else:  # exited
                     break
                 with contextlib.suppress(OSError):

@@ -19,7 +19,7 @@ PAUSES_FILE = "pauses.json"
 clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
 # the protocol's bytes: the worker's requests, and the runner's answer to each (to
 # TIMED_END: ANSWERED, or DISTURBED when its probes found the machine disturbed)
-ACQUIRE, TIMED_END, AGAIN, RELEASE = b"q", b"t", b"a", b"r"
+ACQUIRE, TIMED_END, AGAIN, ANEW, RELEASE = b"q", b"t", b"a", b"n", b"r"
 ANSWERED, DISTURBED = b"g", b"d"
 
 
@@ -28,8 +28,10 @@ class QuietLink:
     machine (every other worker stopped, the opening probes taken); `timed_end` says its
     timed samples ended, blocks until the closing probes are taken and says whether they
     found the machine disturbed; `again` (still holding the machine) says the worker sets
-    those samples aside and samples again, the runner's probes opened anew; `release`
-    gives the machine back (the closing probes taken then if `timed_end` never was)."""
+    those samples aside and samples again, the runner's probes opened anew; `anew` (not
+    holding it) says the worker measures its cell anew, at another size, so that what the
+    runner watched so far judges nothing kept; `release` gives the machine back (the
+    closing probes taken then if `timed_end` never was)."""
 
     def __init__(self, request_fd: int, grant_fd: int) -> None:
         self.request_fd, self.grant_fd = request_fd, grant_fd
@@ -57,6 +59,13 @@ class QuietLink:
         samples again; returns once the runner has kept the verdict on them and taken its
         opening probes anew."""
         self._ask(AGAIN)
+
+    def anew(self) -> None:
+        """Not holding the machine: this worker drops its measurement so far (a reduced
+        size's, `scanbench.execution.worker`) and measures the cell anew; returns once the
+        runner has dropped its verdicts on it and opened a new watch, whose opening
+        probes come at the next `acquire`."""
+        self._ask(ANEW)
 
     def release(self) -> None:
         """Give the machine back; returns once the runner has taken its closing probes

@@ -477,8 +477,9 @@ def _measure(
     when it is the only one) x the work ratio x ``min_count`` > ``max_time_s`` (measuring
     it again whole would then take that long in samples alone, plus its first call and
     check). A first call slowed by compilation alone does not decide it: such a backend
-    is then measured whole, exactly. The cells that set this rule are in the performance
-    log (2026-11-23, "Work measured in part")."""
+    is then measured whole, exactly, and the part's measurement is dropped with the
+    runner's verdicts on it (`Beacon.anew`). The cells that set this rule are in the
+    performance log (2026-11-23, "Work measured in part")."""
     reduced = reduced_size(scenario, backend, size) if first_call_known else None
     if reduced is not None and not counts_only:
         part = _check_and_time(
@@ -500,6 +501,7 @@ def _measure(
                 },
             }
             return dataclasses.replace(part, sampling=sampling, factor=factor)
+        beacon.anew()  # the whole call's samples judged by the runner's probes around them
     return _check_and_time(
         scenario,
         backend,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 
 import pytest
@@ -239,3 +240,34 @@ def test_count_parts_without_probes_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--count-parts" in err and "--no-probes" in err and err.count("\n") == 1
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_cell_measured_whole_after_its_part_is_judged_over_its_whole_samples(
+    tmp_path, monkeypatch
+):
+    """Through a real run's cells: ``compiles-first`` is measured on 2 of its 10 steps,
+    then whole (its warm calls are quick). The runner's calibration probe is planted to
+    take 3x as long across the whole call's samples only: the cell is judged by the
+    probes around those (disturbed, drift 3x), not by those around the part's samples,
+    whose end closed the runner's watch before `Beacon.anew` reopened it."""
+    from scanbench.cells import Selection
+    from scanbench.execution import interference, overlap, runner
+    from scanbench.results import load_run
+    from scanbench.sources import file_source
+
+    for threshold in ("OTHERS", "STEAL_FRACTION"):  # a parallel test run's load and steal
+        monkeypatch.setattr(interference, threshold, math.inf)
+    probes = iter([1.0, 1.0, 1.0, 3.0])  # the part's sampling, then the whole one's
+    monkeypatch.setattr(overlap, "calibration_probe", lambda: next(probes, 1.0))
+    selection = Selection((file_source(STEPS),), ("compiles-first",), ("smoke",), seed=0)
+    timing = TimingConfig(warmup=0, min_time_s=0.0, min_count=20, max_time_s=5.0)
+    invocation = runner.plan(selection, timing=timing, probes=False, remeasure=0)
+    out = tmp_path / "steps.json"
+    runner.execute(invocation, out, {"platform": "cpu"})
+    (cell,) = load_run(out).records
+    assert cell.status == "ok", cell.error
+    assert "scaled" not in cell.sampling and cell.size_params == {"steps": 10}
+    judged = cell.interference
+    assert (judged["probe_before_s"], judged["probe_after_s"]) == (1.0, 3.0), judged
+    assert judged["disturbed"]
+    assert judged["reasons"][0].startswith("the calibration probe took 3.00x"), judged

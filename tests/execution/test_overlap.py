@@ -132,6 +132,44 @@ def test_the_runner_answers_the_end_of_samples_with_its_verdict(tmp_path, monkey
     assert not done.interference["disturbed"] and done.interference["probe_after_s"] == 1.0
 
 
+# A worker measured on part of its work and then whole (`scanbench.execution.worker`):
+# each sampling's end answered, the machine given back between them, the second sampling
+# announced as a new measurement (`anew`) before its grant
+REDUCED_THEN_WHOLE = """
+import sys
+from scanbench.execution.quiet_link import QuietLink
+link = QuietLink.from_environ()
+link.acquire()
+answers = [link.timed_end()]
+link.release()
+link.anew()
+link.acquire()
+answers.append(link.timed_end())
+link.release()
+print(answers, file=sys.stderr)
+"""
+
+
+def test_a_cell_measured_anew_is_judged_by_the_probes_around_its_new_samples(tmp_path, monkeypatch):
+    """Over real pipes: the probe planted to drift 3x across the second (whole) sampling
+    only. The runner answers its end "disturbed", and the cell's interference is that of
+    the whole sampling, not of the reduced one before it (which closed the watch: before
+    `anew`, the whole samples went unjudged and the cell kept the reduced one's verdict)."""
+    from scanbench.execution import interference, overlap
+
+    for threshold in ("OTHERS", "STEAL_FRACTION"):  # a parallel test run's load and steal
+        monkeypatch.setattr(interference, threshold, math.inf)
+    probes = iter([1.0, 1.0, 1.0, 3.0])
+    monkeypatch.setattr(overlap, "calibration_probe", lambda: next(probes, 1.0))
+    command = [sys.executable, "-c", REDUCED_THEN_WHOLE]
+    done = run_worker(Machine(2), command, _env(), 60.0, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[False, True]" in done.stderr  # the whole sampling's end: disturbed
+    assert done.windows == ()  # nothing was set aside
+    judged = done.interference
+    assert judged["disturbed"] and (judged["probe_before_s"], judged["probe_after_s"]) == (1.0, 3.0)
+
+
 def test_a_new_worker_waits_while_another_holds_the_machine(tmp_path):
     machine = Machine(2)
     results = {}
@@ -216,17 +254,29 @@ class RecordingLink:
     def release(self) -> None:
         self.calls.append("release")
 
+    def anew(self) -> None:
+        self.calls.append("anew")
+
 
 def test_a_beacon_asks_for_the_machine_around_quiet_stages():
+    """A reduced cell measured again, whole, says so (`anew`) before its next grant, with
+    the machine given back in between: the runner's new watch opens right before the
+    whole call's samples."""
     link = RecordingLink()
     beacon = Beacon(None, link=link)
-    for stage in ("load scenario", "prepare and check", "sampling", "counting"):
+    for stage in ("load scenario", "prepare and check", "sampling"):
         beacon.stage(stage)
-    beacon.stage("prepare and check")  # a reduced cell measured again, whole
+    beacon.anew()  # the reduced size's samples are dropped: measured again, whole
+    beacon.stage("prepare and check")
     beacon.stage("sampling")
+    beacon.stage("counting")
     beacon.stop()
-    assert link.calls == ["acquire", "timed end", "release", "acquire"]
+    assert link.calls == ["acquire", "timed end", "release", "anew", "acquire", "timed end"]
     assert WAITING_STAGE in beacon.stages and PAUSED_STAGE not in beacon.stages
+    alone = Beacon(None)  # no runner: nothing to say
+    alone.anew()
+    alone.stage("sampling")
+    assert not alone.anew_pending
 
 
 class AnsweringLink(RecordingLink):
