@@ -8,7 +8,8 @@ and after (a busy machine says so beside its figure):
   HTML reports included (what ``nox -s bench -- --size smoke`` runs);
 - ``bench``: the same at ``--size smoke,default`` (``nox -s bench``);
 - ``tests``: the test suite as ``nox -s tests`` runs it (``pytest -n 2 -m "not solo"``,
-  then the ``solo`` tests), with its slowest tests;
+  then the ``solo`` tests with ``--reruns 2``), with its slowest tests and the id of
+  every test that failed (the figure names them);
 - ``gate``: ``scanbench gate`` on this repository's gate file (``nox -s gate``).
 
 A run's wall time is split by the lines it prints as it goes (each line timestamped as
@@ -46,7 +47,10 @@ PARTS = ("smoke", "bench", "tests", "gate")
 CELL_LINE = re.compile(r"^\[(?P<index>\d+)/(?P<total>\d+)\] (?P<label>\S+): (?P<what>.*)$")
 DURATION = re.compile(r"^(?P<seconds>[\d.]+)s (?P<when>call|setup|teardown)\s+(?P<test>\S+)")
 KEPT = ("returncode", "wall_s", "load_before", "load_after")  # of a timed command
-COUNTS = re.compile(r"(?P<count>\d+) (?P<what>passed|failed|skipped|deselected|errors?)")
+COUNTS = re.compile(
+    r"(?P<count>\d+) (?P<what>passed|failed|skipped|deselected|xfailed|xpassed|rerun|errors?)"
+)
+FAILURE = re.compile(r"^(?P<what>FAILED|ERROR) (?P<test>\S+)")  # pytest's -rfE summary
 
 
 def _load() -> list[float]:
@@ -133,8 +137,10 @@ def scanbench_run(sizes: str, folder: Path) -> dict[str, Any]:
 
 
 def pytest_part(marker: str, extra: list[str]) -> dict[str, Any]:
+    """One pytest run of the ``marker`` tests: its wall time, its slowest tests, its
+    outcome counts and the id of every test that failed or errored (``-rfE``)."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker]
-    result = timed([*command, *extra, "--durations=15"])
+    result = timed([*command, *extra, "--durations=15", "-rfE"])
     part = {key: result[key] for key in KEPT}
     texts = [text for _, name, text in result["lines"] if name == "out"]
     slowest = []
@@ -143,6 +149,9 @@ def pytest_part(marker: str, extra: list[str]) -> dict[str, Any]:
         if match:
             slowest.append([match["test"], match["when"], float(match["seconds"])])
     part["slowest"] = slowest
+    part["failures"] = [
+        [match["what"], match["test"]] for match in map(FAILURE.match, texts) if match
+    ]
     summary = next((t for t in reversed(texts) if " in " in t and "passed" in t), "")
     part["outcome"] = {m["what"]: int(m["count"]) for m in COUNTS.finditer(summary)}
     return part
@@ -158,9 +167,9 @@ def measure(parts: list[str]) -> dict[str, Any]:
             elif name == "bench":
                 found[name] = scanbench_run("smoke,default", Path(tmp))
             elif name == "tests":
-                found[name] = {
+                found[name] = {  # as `nox -s tests` runs them (noxfile.py)
                     "not solo": pytest_part("not solo", ["-n", "2"]),
-                    "solo": pytest_part("solo", []),
+                    "solo": pytest_part("solo", ["--reruns", "2"]),
                 }
                 found[name]["wall_s"] = sum(p["wall_s"] for p in found[name].values())
             elif name == "gate":
@@ -206,6 +215,15 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s" if minutes else f"{seconds:.1f} s"
 
 
+def _outcome(part: dict[str, Any]) -> str:
+    """``1034 passed, 2 failed: tests/a.py::t, ...``: what a failure is never hidden by."""
+    counts = part["outcome"]
+    shown = [f"{counts.get('passed', 0)} passed"]
+    shown += [f"{counts[what]} {what}" for what in ("failed", "error", "errors") if what in counts]
+    failed = [test for _, test in part.get("failures", ())]
+    return ", ".join(shown) + (f": {', '.join(f'`{test}`' for test in failed)}" if failed else "")
+
+
 def render(data: dict[str, Any]) -> str:
     """The figure of the performance log: each part's wall time, its split, the load."""
     rows = ["| job | wall | split | load before / after |", "| --- | --- | --- | --- |"]
@@ -218,7 +236,7 @@ def render(data: dict[str, Any]) -> str:
     for name, part in data["parts"].items():
         if name == "tests":
             pieces = [
-                f"{label} {_duration(p['wall_s'])} ({p['outcome'].get('passed', 0)} passed)"
+                f"{label} {_duration(p['wall_s'])} ({_outcome(p)})"
                 for label, p in part.items()
                 if isinstance(p, dict)
             ]
