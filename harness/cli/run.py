@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..cells import Selection
+from ..execution.interrupts import Interrupted, signals_raise
 from ..growth.points import parse_grow
 from ..invocation import REMEASURE
 from ..results import Run, load_run
@@ -222,18 +223,33 @@ def run(args: argparse.Namespace) -> int:
     return finish(measured, out, args)
 
 
+class ReportsStopped(Interrupted):
+    """SIGINT or SIGTERM while a finished run's reports were written or printed: every
+    cell is saved already, and the reports can be written again from the results."""
+
+    def __init__(self, signum: int, out: Path) -> None:
+        super().__init__(signum)
+        saved = f": every cell is saved in {out}; `scanbench report {out}` writes them again"
+        self.args = ("interrupted while writing the reports" + (saved if out.exists() else ""),)
+
+
 def finish(measured: Run, out: Path, args: argparse.Namespace) -> int:
     """Write the reports of what was stored, print the markdown and where the results
-    are; exit 1 when a cell failed."""
+    are; exit 1 when a cell failed. A Ctrl-C meanwhile is one line saying that the
+    results are whole (`ReportsStopped`), not a traceback."""
     from scanbench.reports.written import write_reports
 
-    stored = load_run(out) if out.exists() else measured  # reports read what was stored
-    markdown = write_reports([stored], (), args.md, args.html)
-    for path in (args.md, args.html):
-        if path:
-            print(f"report: {path}", file=sys.stderr)
-    if not args.quiet:
-        print(markdown)
+    try:
+        with signals_raise():
+            stored = load_run(out) if out.exists() else measured  # reports read the file
+            markdown = write_reports([stored], (), args.md, args.html)
+            for path in (args.md, args.html):
+                if path:
+                    print(f"report: {path}", file=sys.stderr)
+            if not args.quiet:
+                print(markdown)
+    except Interrupted as stop:
+        raise ReportsStopped(stop.signum, out) from None
     failed = [r for r in stored.records if r.status == "failed"]
     print(f"results: {out} ({len(stored.records)} cells, {len(failed)} failed)", file=sys.stderr)
     return 1 if failed else 0

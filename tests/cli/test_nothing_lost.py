@@ -265,3 +265,34 @@ def test_a_worker_leaves_a_multi_process_run_before_skipping_the_teardown(monkey
     with pytest.raises(SystemExit):
         worker.leave(0)
     assert calls == ["shutdown", 3, 0]  # one process: nothing to shut down
+
+
+def test_a_ctrl_c_while_the_reports_are_written_is_one_line(tmp_path, monkeypatch, capsys):
+    """A finished run's results are whole when its reports are written: a Ctrl-C then (a
+    user who pressed it just as the last cell ended) says so in one line, exit 130, and
+    names the command that writes them again; no traceback."""
+    import argparse
+    import shutil
+
+    from scanbench.cli import run as run_command
+    from scanbench.cli.main import _run
+    from scanbench.reports import written
+
+    out = tmp_path / "tdma.json"
+    shutil.copyfile(DATA / "tdma.json", out)
+
+    def interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the signal's handler raises here
+        raise AssertionError("SIGINT did not stop the reports")
+
+    monkeypatch.setattr(written, "write_reports", interrupted)
+    args = argparse.Namespace(md=None, html=None, quiet=True, command="run")
+    args.handler = lambda namespace: run_command.finish(load_run(out), out, namespace)
+    assert _run(args) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"interrupted while writing the reports: every cell is saved in {out}; "
+        f"`scanbench report {out}` writes them again"
+    )
+    assert load_run(out).records  # the results are untouched
