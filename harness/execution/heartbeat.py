@@ -102,7 +102,6 @@ class Beacon:
         in between, for the new size's prepare), so that the new samples are judged by
         probes around them alone, not by those around the dropped ones."""
         self.anew_pending = self.link is not None
-        self.timed_ended = False
 
     def ended(self, name: str, since: float) -> None:
         """Add a stage that ran from ``since`` (this beacon's clock) until now, before the

@@ -183,15 +183,17 @@ class Worker:
         is kept, and a new watch opened (its probes now, when the worker holds the
         machine)."""
         self.windows.append(self.watch.assess())
-        self.watch = QuietWatch(self.process.pid, probes_s=self.watch.probes_s)
-        if holding:
-            self.watch.begin()
+        self._watch_anew(holding)
 
     def measured_anew(self, holding: bool) -> None:
         """The worker drops its measurement so far (a reduced size's) and measures its
         cell anew: the verdicts on its samplings so far go with them, and a new watch
         opens (its probes at the worker's next grant, or now if it holds the machine)."""
         self.windows.clear()
+        self._watch_anew(holding)
+
+    def _watch_anew(self, holding: bool) -> None:
+        """A new watch, keeping the probes' time so far; begun now if ``holding``."""
         self.watch = QuietWatch(self.process.pid, probes_s=self.watch.probes_s)
         if holding:
             self.watch.begin()
