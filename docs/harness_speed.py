@@ -192,18 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--parts: unknown {', '.join(unknown)}; choose from {', '.join(PARTS)}")
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     measured = measure(parts)
-    data = {
-        "schema": 1,
-        "measured_at": started,
-        "commit": git_commit(ROOT),
-        "machine": {
-            "cpu_model": cpu_model(),
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "hostname": platform.node(),
-        },
-        "parts": measured,
-    }
+    data = {**stamp(started), "parts": measured}
     write_json_atomic(args.out, data)
     print(render(data), file=sys.stderr)
     print(f"harness speed: {args.out}", file=sys.stderr)
@@ -254,10 +243,30 @@ def render(data: dict[str, Any]) -> str:
     if stages:
         rows += ["", "| smoke run's stages (summed over cells) | total |", "| --- | --- |"]
         rows += [f"| {stage} | {_duration(s)} |" for stage, s in stages["stages_s"].items()]
+    return "\n".join(rows) + "\n\n" + measured_by("docs/harness_speed.py", data)
+
+
+def stamp(started: str) -> dict:
+    """What a measuring script's JSON says of itself: when, which commit, which machine."""
+    return {
+        "schema": 1,
+        "measured_at": started,
+        "commit": git_commit(ROOT),
+        "machine": {
+            "cpu_model": cpu_model(),
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "hostname": platform.node(),
+        },
+    }
+
+
+def measured_by(script: str, data: dict) -> str:
+    """The provenance line of a figure from one of the docs' own measuring scripts."""
     machine = data["machine"]
-    return "\n".join(rows) + (
-        f"\n\n*By `docs/harness_speed.py` on {machine['cpu_model']} ({machine['cpu_count']} "
-        f"cores), commit {str(data['commit'])[:12]}, {data['measured_at']}.*"
+    return (
+        f"*By `{script}` on {machine['cpu_model']} ({machine['cpu_count']} cores), "
+        f"commit {str(data['commit'])[:12]}, {data['measured_at']}.*"
     )
 
 

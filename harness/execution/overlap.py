@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sharding.distributed import COORDINATOR, usable_cores
+from .forkserver import Forked
 from .interference import (
     LoadSamples,
     assess,
@@ -167,7 +168,7 @@ class QuietWatch:
 class Worker:
     """A running worker as the `Machine` sees it."""
 
-    process: subprocess.Popen
+    process: subprocess.Popen | Forked
     pauses_path: Path | None
     grant_fd: int
     watch: QuietWatch
@@ -222,7 +223,7 @@ class Machine:
     @contextlib.contextmanager
     def running(
         self,
-        start: Callable[[dict[str, str], tuple[int, ...]], subprocess.Popen],
+        start: Callable[[dict[str, str], tuple[int, ...]], subprocess.Popen | Forked],
         environ: dict[str, str],
         folder: Path | None,
     ) -> Iterator[Worker]:
@@ -411,7 +412,7 @@ def _resume(worker: Worker) -> None:
 
 
 def wait_active(
-    process: subprocess.Popen, worker: Worker, timeout_s: float, poll_s: float = 0.5
+    process: subprocess.Popen | Forked, worker: Worker, timeout_s: float, poll_s: float = 0.5
 ) -> str:
     """``process.communicate()``'s stderr, raising `subprocess.TimeoutExpired` once the
     worker has run ``timeout_s`` seconds not counting the time it was stopped."""

@@ -1,15 +1,14 @@
 """Worker processes: started so that they never outlive the run, stopped on every exit
 path, and their failures described by name.
 
-- On Linux a worker asks the kernel for SIGTERM when its parent dies
-  (``prctl(PR_SET_PDEATHSIG)``), so a SIGKILLed ``scanbench run`` takes its worker with
-  it; the worker then removes its temp folder (`scanbench.execution.worker` handles
-  SIGTERM and also watches its parent). The worker makes that call itself, first thing
-  after its interpreter starts (`die_with_parent`), then checks that its parent is still
-  the run that started it (a parent that died before the call is seen there): nothing
-  runs between fork and exec, so `subprocess` takes its fast, thread-safe spawn path
-  (``vfork``/``posix_spawn``; no ``preexec_fn``, which forks, runs Python in the child of
-  a threaded parent and, with ``ctypes.util.find_library``, ran ``ldconfig`` there).
+- A worker dies with the run (`scanbench.execution.parent_watch`): it asks the kernel
+  itself, first thing after its interpreter starts. Nothing runs between fork and exec,
+  so `subprocess` takes its fast, thread-safe spawn path (``vfork``/``posix_spawn``; no
+  ``preexec_fn``, which forks, runs Python in the child of a threaded parent and, with
+  ``ctypes.util.find_library``, ran ``ldconfig`` there).
+- A ``python -m`` worker is forked by the run's fork server, which has
+  imported JAX already (`scanbench.execution.forkserver`); any other command, or when
+  the server cannot, is spawned.
 - A timeout, a Ctrl-C or any exception in the parent kills the worker and waits for it.
 - A crash is described as "killed by SIGSEGV" (a negative return code by its signal's
   name) plus the last lines of the worker's stderr.
@@ -17,39 +16,20 @@ path, and their failures described by name.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import threading
-import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
 from typing import Any
 
+from .forkserver import Forked, forked
 from .interrupts import raise_if_interrupted
+from .parent_watch import DEATH_SIGNAL, PARENT_PID
 
 STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
-PR_SET_PDEATHSIG = 1
-
-
-PARENT_PID = "SCANBENCH_PARENT_PID"  # the runner's pid, for the worker's parent watch
-DEATH_SIGNAL = "SCANBENCH_DEATH_SIGNAL"  # the signal the worker asks for when it dies
-
-
-def die_with_parent(environ: Mapping[str, str] = os.environ) -> bool:
-    """In a worker: ask the kernel for ``$SCANBENCH_DEATH_SIGNAL`` when the process that
-    started it dies (Linux ``prctl(PR_SET_PDEATHSIG)``; libc is the one already loaded,
-    ``dlopen(NULL)``: no library search). False when not asked for or not on Linux."""
-    wanted = environ.get(DEATH_SIGNAL)
-    if not wanted or not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl(PR_SET_PDEATHSIG, int(wanted), 0, 0, 0) == 0
 
 
 def exit_description(returncode: int) -> str:
@@ -148,7 +128,7 @@ def start_worker(
     environ: dict[str, str],
     pass_fds: tuple[int, ...] = (),
     death_signal: int = signal.SIGTERM,
-) -> subprocess.Popen:
+) -> subprocess.Popen | Forked:
     """Start a worker: stderr captured, no stdin or stdout, dying with this process (the
     worker asks the kernel for ``death_signal`` when this process dies: `die_with_parent`,
     called by `exit_with_parent`). A worker this process may SIGSTOP
@@ -159,7 +139,15 @@ def start_worker(
     Nothing runs between fork and exec (no ``preexec_fn``): `subprocess` spawns with
     ``vfork`` or ``posix_spawn``, safe in a parent that runs threads (JAX's). JAX warns at
     every ``os.fork`` of such a process; a fallback to fork there execs at once, so that
-    warning (in a notebook's `compare(isolate=True)`) is not shown."""
+    warning (in a notebook's `compare(isolate=True)`) is not shown.
+
+    A ``python -m`` worker is forked by the run's fork server instead
+    (`scanbench.execution.forkserver.forked`), with the same environment, descriptors and
+    death signal; the result is then a `Forked`, the part of ``Popen`` the run uses."""
+    environ = {**environ, PARENT_PID: str(os.getpid()), DEATH_SIGNAL: str(int(death_signal))}
+    child = forked(command, environ, pass_fds)
+    if child is not None:
+        return child
     with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning
@@ -169,7 +157,7 @@ def start_worker(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            env={**environ, PARENT_PID: str(os.getpid()), DEATH_SIGNAL: str(int(death_signal))},
+            env=environ,
             stdin=subprocess.DEVNULL,
             pass_fds=pass_fds,
         )
@@ -186,39 +174,3 @@ def stop(process: subprocess.Popen) -> None:
             process.kill()
     with suppress(subprocess.TimeoutExpired, ValueError, OSError):
         process.communicate(timeout=30)
-
-
-def exit_with_parent(argv: list[str]) -> None:
-    """In a worker (``argv`` ends with its output path in a ``scanbench-*`` temp folder):
-    remove that folder and exit when the parent asks (SIGTERM: a Ctrl-C, a timeout) or
-    dies (SIGTERM from the kernel, see `die_with_parent`, or SIGCONT for a worker that
-    may be stopped; a watchdog thread notices being re-parented, comparing with the
-    runner's pid it was given). Called before the worker's heavy imports, so that a SIGTERM
-    during them cleans up too; it imports nothing heavy itself.
-
-    First, whatever ``argv`` is, the worker asks for its death signal (`die_with_parent`)
-    and, if the run that started it is already gone (it died before the request reached
-    the kernel), exits."""
-    asked = die_with_parent()
-    parent = int(os.environ.get(PARENT_PID) or os.getppid())
-    folder = os.path.dirname(os.path.abspath(argv[-1])) if argv and argv[-1] else ""
-    if not os.path.basename(folder).startswith("scanbench-"):
-        if asked and os.getppid() != parent:  # the run died before the prctl call
-            os._exit(143)
-        return
-
-    def clean_and_exit(*_: object) -> None:
-        shutil.rmtree(folder, ignore_errors=True)
-        os._exit(143)
-
-    signal.signal(signal.SIGTERM, clean_and_exit)
-    if os.getppid() != parent:  # the run died before this worker got here
-        clean_and_exit()
-
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                clean_and_exit()
-
-    threading.Thread(target=watch, name="scanbench-parent-watch", daemon=True).start()

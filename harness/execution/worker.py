@@ -29,7 +29,7 @@ import time
 # before the heavy imports below: their time is a stage of its own (IMPORTS_STAGE)
 IMPORTS_STARTED = (time.perf_counter(), time.monotonic())
 
-from .processes import exit_with_parent
+from .parent_watch import exit_with_parent
 
 if __name__ == "__main__":  # first: a SIGTERM during the heavy imports below cleans up too
     exit_with_parent(sys.argv[1:])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from scanbench.execution import processes
+from scanbench.execution import parent_watch, processes
 from tests.support.paths import DATA, SCENARIO_FILES
 
 # ---------------------------------------------------------------- spawning workers
@@ -34,8 +34,8 @@ def test_a_worker_is_spawned_with_nothing_between_fork_and_exec(monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", Spy)
     processes.start_worker(["true"], {"A": "1"}, death_signal=signal.SIGCONT)
     assert seen.get("preexec_fn") is None
-    assert seen["env"][processes.DEATH_SIGNAL] == str(int(signal.SIGCONT))
-    assert seen["env"][processes.PARENT_PID] == str(os.getpid())
+    assert seen["env"][parent_watch.DEATH_SIGNAL] == str(int(signal.SIGCONT))
+    assert seen["env"][parent_watch.PARENT_PID] == str(os.getpid())
 
 
 def test_the_death_signal_is_asked_for_without_a_library_search(monkeypatch):
@@ -47,14 +47,14 @@ def test_the_death_signal_is_asked_for_without_a_library_search(monkeypatch):
     monkeypatch.setattr(ctypes.util, "find_library", no_search)
     expected = sys.platform.startswith("linux")
     # signal 0 clears the request: harmless in the test process
-    assert processes.die_with_parent({processes.DEATH_SIGNAL: "0"}) is expected
-    assert processes.die_with_parent({}) is False
+    assert parent_watch.die_with_parent({parent_watch.DEATH_SIGNAL: "0"}) is expected
+    assert parent_watch.die_with_parent({}) is False
 
 
 RUNNER = """
 import os, sys, time
 from scanbench.execution.processes import start_worker
-child = "from scanbench.execution.processes import exit_with_parent; " \\
+child = "from scanbench.execution.parent_watch import exit_with_parent; " \\
     "exit_with_parent([]); import time; time.sleep(120)"
 worker = start_worker([sys.executable, "-c", child], dict(os.environ))
 print(worker.pid, flush=True)

@@ -1,0 +1,65 @@
+"""A worker stand-in for the fork server's tests: ``python -m tests.support.forked_probe
+MODE OUT [ARGS]`` writes what it sees of its process to OUT (JSON), then acts on MODE."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import scanbench
+
+
+def seen() -> dict:
+    fds = {}
+    for fd in sorted(int(fd) for fd in os.listdir("/proc/self/fd")):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # listdir's own, closed since
+            continue
+        if fd > 2 and not target.startswith("/proc/"):  # not listdir's own
+            fds[str(fd)] = target
+    counter = getattr(scanbench, "_forked_probe_runs", 0) + 1
+    scanbench._forked_probe_runs = counter  # a later child must not see this
+    from jax._src import xla_bridge
+
+    return {
+        "name": __name__,
+        "argv": sys.argv[1:],
+        "cwd": os.getcwd(),
+        "path0": sys.path[0],
+        "env": {k: v for k, v in os.environ.items() if k.startswith("PROBE_")},
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "fds": fds,
+        "stdin": os.readlink("/proc/self/fd/0"),
+        "stdout": os.readlink("/proc/self/fd/1"),
+        "ppid": os.getppid(),
+        "runs_seen": counter,
+        "backends_started": bool(getattr(xla_bridge, "_backends", None)),
+    }
+
+
+def main(argv: list[str]) -> int:
+    mode, out = argv[0], argv[1]
+    report = seen()
+    with open(out + ".tmp", "w") as stream:
+        json.dump(report, stream)
+    os.replace(out + ".tmp", out)
+    print(f"probe stderr: {mode}", file=sys.stderr)
+    if mode == "write-fd":  # a passed descriptor, at the number the runner gave it
+        os.write(int(argv[2]), b"through the pipe")
+    if mode == "exit":
+        return int(argv[2])
+    if mode == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if mode == "sleep":
+        time.sleep(float(argv[2]))
+    if mode == "raise":
+        raise RuntimeError("the probe failed on purpose")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
