@@ -31,6 +31,9 @@ Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 - ``gate-calibration``: the gate's calibration table from a ``scanbench gate --aa N
   --inject-slowdown F --json PATH`` file (false alarms, detections, smallest slowdown
   caught, per ``[[baseline]]`` rule).
+- ``worker-start``: workers forked by the fork server against spawned ones, the same
+  cells alternating (``docs/worker_start.py``'s JSON): the ratio of their medians, and
+  each one's start-up.
 - ``diagnosis-score``: each JAX backend's lead "What to change" applied and measured
   (``tests/benchmarks/score_diagnosis.py``'s JSON): predicted and measured gain, the rate
   at which the lead helped.
@@ -54,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import blocks
 import harness_speed
 import tables
+import worker_start
 
 from scanbench.cli.main import build_parser
 from scanbench.reports import plots
@@ -366,6 +370,8 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
         return harness_speed.render(json.loads(path.read_text(encoding="utf-8")))
     if name == "gate-calibration":
         return gate_calibration(path)
+    if name == "worker-start":
+        return worker_start.render(json.loads(path.read_text(encoding="utf-8")))
     run = load_run(path)
     if name == "calibration":
         body = calibration(run)

@@ -303,6 +303,11 @@ class Server:
         finally:
             os.close(stderr_w)
 
+    def busy(self) -> bool:
+        """Whether a worker it forked is still running (ending it would stop that one)."""
+        with self._replied:
+            return bool(self._workers)
+
     def alive(self) -> bool:
         return not self._ended and self.process.poll() is None
 
@@ -332,7 +337,8 @@ def forked(
     if parsed is None or not enabled(environ):
         return None
     python, module, args = parsed
-    key = (python, import_environment(environ))
+    # a process forked from this one (multiprocessing) must not use this one's servers
+    key = (os.getpid(), python, import_environment(environ))
     with _registry:
         if key in _unavailable:
             return None
@@ -342,12 +348,13 @@ def forked(
             server = None
         if server is None:
             try:
-                server = Server(python, dict(key[1]))
+                server = Server(python, dict(key[2]))
             except (Unavailable, OSError):
                 _unavailable.add(key)
                 return None
-            while len(_servers) >= MAX_SERVERS:
-                _servers.pop(next(iter(_servers))).close()
+            idle = [k for k, s in _servers.items() if not s.busy()]  # oldest first
+            for old in idle[: max(0, len(_servers) + 1 - MAX_SERVERS)]:
+                _servers.pop(old).close()
             _servers[key] = server
     try:
         return server.start(module, args, environ, pass_fds)
@@ -357,9 +364,10 @@ def forked(
 
 @atexit.register
 def close_all() -> None:
+    """End this process's servers (never those of the process it was forked from)."""
     with _registry:
-        while _servers:
-            _servers.popitem()[1].close()
+        for key in [k for k in _servers if k[0] == os.getpid()]:
+            _servers.pop(key).close()
 
 
 # --- the server's side -------------------------------------------------------------------

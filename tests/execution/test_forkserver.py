@@ -116,7 +116,7 @@ def test_a_server_that_cannot_start_leaves_its_workers_spawned(tmp_path, monkeyp
     worker, finished, seen = _run(tmp_path, "spawned", "exit", "0", environ=environ)
     assert isinstance(worker, subprocess.Popen)
     assert finished.returncode == 0 and seen["ppid"] == os.getpid()
-    key = (sys.executable, forkserver.import_environment(environ))
+    key = (os.getpid(), sys.executable, forkserver.import_environment(environ))
     assert key in forkserver._unavailable
 
 
