@@ -34,6 +34,7 @@ without ``fork``), starts the worker with ``subprocess`` as before. ``SCANBENCH_
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import os
@@ -148,6 +149,11 @@ class Forked:
             while chunk := stream.read(65536):
                 self._chunks.append(chunk)
 
+    def lost(self, why: str) -> None:
+        """Its server ended first: the exit status is `LOST`, and its stderr says why."""
+        self._chunks.append(f"\nscanbench: {why}\n".encode())
+        self.exited(LOST)
+
     def exited(self, returncode: int) -> None:
         self.returncode = returncode
         self._exited.set()
@@ -213,6 +219,7 @@ class Server:
         self._workers: dict[int, Forked] = {}
         self._early: dict[int, int] = {}  # exits heard before their `Forked` was made
         self._ended = False
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
         ours.settimeout(START_TIMEOUT_S)
         try:
             ready, _ = _receive(ours)
@@ -229,9 +236,10 @@ class Server:
         threading.Thread(target=self._listen, name="scanbench-forkserver", daemon=True).start()
 
     def _drain_stderr(self) -> None:
+        """Keep the server's last lines: a worker it leaves behind says them."""
         with contextlib.suppress(OSError, ValueError):
-            while self.process.stderr.read(65536):  # type: ignore[union-attr]
-                pass
+            for line in self.process.stderr:  # type: ignore[union-attr]
+                self._stderr_tail.append(line.decode(errors="replace").rstrip())
 
     def _listen(self) -> None:
         """Replies go to the waiting `start`; exits to their workers."""
@@ -260,8 +268,14 @@ class Server:
             self._replied.notify_all()
         with self._replied:
             lost, self._workers = list(self._workers.values()), {}
+        if lost:
+            self.process.wait()
+        said = "; ".join(line for line in self._stderr_tail if line) or "no stderr"
         for worker in lost:
-            worker.exited(LOST)
+            worker.lost(
+                f"the fork server ended before this worker (return code "
+                f"{self.process.returncode}; {said}): the worker's own exit status is unknown"
+            )
 
     def start(
         self, module: str, args: list[str], environ: Mapping[str, str], pass_fds: Sequence[int]
@@ -290,6 +304,7 @@ class Server:
                 if "pid" not in reply:
                     raise Unavailable(f"the fork server could not fork: {reply.get('error')}")
                 worker = Forked([self.python, "-m", module, *args], int(reply["pid"]), stderr_r)
+                stderr_r = -1  # its reader's now
                 with self._replied:
                     early = self._early.pop(worker.pid, None)
                     if early is None:
@@ -298,7 +313,8 @@ class Server:
                     worker.exited(early)
                 return worker
         except BaseException:
-            os.close(stderr_r)
+            if stderr_r >= 0:
+                os.close(stderr_r)
             raise
         finally:
             os.close(stderr_w)

@@ -121,10 +121,10 @@ def test_a_killed_run_takes_its_worker_and_temp_folder_with_it(tmp_path):
         time.sleep(0.1)
     (folder,) = temp.glob("scanbench-cell-*")
     time.sleep(1.0)  # the worker has started
-    workers = subprocess.run(
-        ["pgrep", "-f", f"scanbench.execution.worker cell {folder}"], capture_output=True, text=True
-    ).stdout.split()
-    assert workers, "no worker found"
+    # the run's other processes (its worker, and the fork server that forked it, whose
+    # command line the worker shows) are those with its TMPDIR
+    workers = [pid for pid in _with_environ(f"TMPDIR={temp}") if pid != str(process.pid)]
+    assert len(workers) >= 1, "no worker found"
     process.kill()
     process.communicate(timeout=30)
     deadline = time.monotonic() + 10
@@ -132,6 +132,19 @@ def test_a_killed_run_takes_its_worker_and_temp_folder_with_it(tmp_path):
         time.sleep(0.1)
     assert not _alive(workers), "the worker outlived its run"
     assert not folder.exists(), "the worker's temp folder was left behind"
+
+
+def _with_environ(entry: str) -> list[str]:
+    """The pids of this user's processes whose environment holds ``entry`` (KEY=VALUE)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if entry.encode() in environ.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:  # gone, or not ours
+            continue
+    return found
 
 
 def _alive(pids: list[str]) -> bool:

@@ -160,3 +160,22 @@ def _alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_worker_whose_server_dies_first_is_ended_and_says_why(tmp_path):
+    """SIGKILL the server under a running worker: the worker gets its death signal, the
+    runner learns it is gone (its status is lost: `LOST`, with a line saying why), and
+    the next worker gets a new server."""
+    out = tmp_path / "sleeping.json"
+    worker = start_worker([*PROBE, "sleep", str(out), "300"], _environ(PROBE_D="server dies"))
+    deadline = time.monotonic() + 60
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    server = json.loads(out.read_text())["ppid"]
+    os.kill(server, signal.SIGKILL)
+    finished = finish_worker(worker, 60)
+    assert finished.returncode == forkserver.LOST
+    assert "the fork server ended before this worker" in finished.stderr
+    assert not _alive(worker.pid), "the worker outlived its server"
+    _, again, seen = _run(tmp_path, "again", "exit", "0", environ=_environ(PROBE_D="server dies"))
+    assert again.returncode == 0 and seen["ppid"] not in (server, os.getpid())

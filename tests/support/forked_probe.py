@@ -10,6 +10,7 @@ import sys
 import time
 
 import scanbench
+from scanbench.execution.parent_watch import exit_with_parent
 
 
 def seen() -> dict:
@@ -42,6 +43,7 @@ def seen() -> dict:
 
 
 def main(argv: list[str]) -> int:
+    exit_with_parent([])  # as a worker does: its death signal asked for
     mode, out = argv[0], argv[1]
     report = seen()
     with open(out + ".tmp", "w") as stream:
