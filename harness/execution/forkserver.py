@@ -20,9 +20,14 @@ its workers. The rules that keep a forked worker what a spawned one is:
 - **Nothing is shared by writing.** The server freezes its objects for the garbage
   collector before it forks (``gc.freeze``, as the Python docs advise for a pre-fork
   server), so a child's collections neither scan nor copy the server's pages.
-- **It dies with the run.** The server asks for SIGTERM when the runner dies and passes
-  it on (a SIGCONT first, for a stopped worker); each child asks for its own death signal
-  when the server dies (`scanbench.execution.parent_watch`).
+- **It dies with the run.** The server ends when the runner's end of their socket closes
+  or the runner dies (it is re-parented), stopping its workers first (a SIGCONT, then
+  SIGTERM). It asks for no death signal: ``prctl`` ties one to the runner *thread* that
+  started it. Each child asks for its own death signal when the server dies
+  (`scanbench.execution.parent_watch`).
+- **A fork nobody waits for does not run on.** A start that gives up (a Ctrl-C, no
+  answer in time) leaves its request abandoned: its child is stopped when its pid
+  arrives, and a server that did not answer is not used again.
 
 The runner sees a `Forked` worker with the part of `subprocess.Popen` it uses (``pid``,
 ``poll``, ``communicate``, ``terminate``, ``kill``, ``returncode``). Anything else, or a
@@ -36,31 +41,27 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import json
 import os
-import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from .parent_watch import DEATH_SIGNAL, PARENT_PID, exit_with_parent
+from .forking import SERVER_FD, receive, send
+from .parent_watch import PARENT_PID
 
 SWITCH = "SCANBENCH_FORKSERVER"  # "off": every worker is spawned
-SERVER_FD = "SCANBENCH_FORKSERVER_FD"  # the server's end of its socket
-MODULE = "scanbench.execution.forkserver"
-PRELOAD = ("scanbench.execution.worker",)  # what a worker imports: JAX, NumPy, the engine
+MODULE = "scanbench.execution.forking"  # the server's process
 # read by a worker only once it runs (never by the server's imports): they may differ
 AFTER_IMPORT = ("XLA_FLAGS",)
 AFTER_IMPORT_PREFIXES = ("SCANBENCH_", "NUMBA_")
-START_TIMEOUT_S = 300.0  # the server's imports, on a loaded machine
+START_TIMEOUT_S = 120.0  # the server's imports, on a loaded machine
 MAX_SERVERS = 4  # servers kept per runner (one per interpreter and environment)
-LENGTH = struct.Struct("!I")
 LOST = 255  # the return code of a worker whose server ended first (its status is lost)
+REPLY_TIMEOUT_S = 60.0  # a fork takes milliseconds: past this the server is not used again
 
 
 class Unavailable(Exception):
@@ -91,38 +92,6 @@ def enabled(environ: Mapping[str, str] = os.environ) -> bool:
         and sys.platform.startswith("linux")
         and hasattr(os, "fork")
     )
-
-
-# --- the wire: a length, then JSON; file descriptors ride along (SCM_RIGHTS) ------------
-
-
-def _send(sock: socket.socket, message: dict, fds: Sequence[int] = ()) -> None:
-    data = json.dumps(message).encode()
-    payload = LENGTH.pack(len(data)) + data
-    if fds:
-        socket.send_fds(sock, [payload], list(fds))
-    else:
-        sock.sendall(payload)
-
-
-def _receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
-    """One message and the descriptors it carried; (None, []) at the end of the stream."""
-    head, fds, _, _ = socket.recv_fds(sock, LENGTH.size, 64)
-    if not head:
-        return None, []
-    while len(head) < LENGTH.size:
-        more = sock.recv(LENGTH.size - len(head))
-        if not more:
-            return None, fds
-        head += more
-    (size,) = LENGTH.unpack(head)
-    data = b""
-    while len(data) < size:
-        more = sock.recv(size - len(data))
-        if not more:
-            return None, fds
-        data += more
-    return json.loads(data), fds
 
 
 # --- the runner's side -------------------------------------------------------------------
@@ -194,12 +163,7 @@ class Server:
 
     def __init__(self, python: str, environ: Mapping[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = {
-            **environ,
-            SERVER_FD: str(theirs.fileno()),
-            PARENT_PID: str(os.getpid()),
-            DEATH_SIGNAL: str(int(signal.SIGTERM)),
-        }
+        env = {**environ, SERVER_FD: str(theirs.fileno()), PARENT_PID: str(os.getpid())}
         try:
             self.process = subprocess.Popen(  # noqa: S603 (this interpreter's own module)
                 [python, "-m", MODULE],
@@ -211,18 +175,23 @@ class Server:
             )
         finally:
             theirs.close()
+        self.python = python
+        self.owner = os.getpid()
+        self.starting = 0  # starts in progress (`forked`, under its registry lock)
         self._sock = ours
         self._lock = threading.Lock()  # one request at a time
-        self._replies: list[dict] = []
-        self._replied = threading.Condition()
-        self.python = python
+        self._replied = threading.Condition()  # guards everything below
+        self._next_id = 0
+        self._replies: dict[int, dict] = {}
+        self._abandoned: set[int] = set()  # requests whose `start` gave up waiting
         self._workers: dict[int, Forked] = {}
         self._early: dict[int, int] = {}  # exits heard before their `Forked` was made
         self._ended = False
+        self._broken = False  # it did not answer in time: not used again
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
         ours.settimeout(START_TIMEOUT_S)
         try:
-            ready, _ = _receive(ours)
+            ready, _ = receive(ours)
         except OSError:
             ready = None
         ours.settimeout(None)
@@ -245,7 +214,7 @@ class Server:
         """Replies go to the waiting `start`; exits to their workers."""
         while True:
             try:
-                message, _ = _receive(self._sock)
+                message, _ = receive(self._sock)
             except OSError:
                 message = None
             if message is None:
@@ -258,24 +227,32 @@ class Server:
                         self._early[pid] = returncode
                 if worker is not None:
                     worker.exited(returncode)
-            else:
-                with self._replied:
-                    self._replies.append(message)
+                continue
+            with self._replied:
+                request = int(message["id"])
+                if request not in self._abandoned:
+                    self._replies[request] = message
                     self._replied.notify_all()
+                    continue
+                self._abandoned.discard(request)
+            if "pid" in message:  # a worker nobody waits for: it must not run on
+                _stop_abandoned(int(message["pid"]))
         # the server ended: its children got their death signal; their status is lost
         with self._replied:
             self._ended = True
             self._replied.notify_all()
-        with self._replied:
             lost, self._workers = list(self._workers.values()), {}
-        if lost:
-            self.process.wait()
-        said = "; ".join(line for line in self._stderr_tail if line) or "no stderr"
         for worker in lost:
-            worker.lost(
-                f"the fork server ended before this worker (return code "
-                f"{self.process.returncode}; {said}): the worker's own exit status is unknown"
-            )
+            worker.lost(self._why_lost())
+
+    def _why_lost(self) -> str:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        said = "; ".join(line for line in self._stderr_tail if line) or "no stderr"
+        return (
+            f"the fork server ended before this worker (return code "
+            f"{self.process.returncode}; {said}): the worker's own exit status is unknown"
+        )
 
     def start(
         self, module: str, args: list[str], environ: Mapping[str, str], pass_fds: Sequence[int]
@@ -285,7 +262,10 @@ class Server:
         stderr_r, stderr_w = os.pipe()
         try:
             with self._lock:
-                request = {
+                with self._replied:
+                    request, self._next_id = self._next_id, self._next_id + 1
+                message = {
+                    "id": request,
                     "module": module,
                     "args": args,
                     "env": dict(environ),
@@ -293,24 +273,22 @@ class Server:
                     "fds": [2, *pass_fds],
                 }
                 try:
-                    _send(self._sock, request, [stderr_w, *pass_fds])
+                    send(self._sock, message, [stderr_w, *pass_fds])
                 except OSError as error:
+                    self._broken = True
                     raise Unavailable(f"the fork server is gone: {error}") from error
-                with self._replied:
-                    self._replied.wait_for(lambda: self._replies or self._ended)
-                    if not self._replies:
-                        raise Unavailable("the fork server ended")
-                    reply = self._replies.pop(0)
-                if "pid" not in reply:
-                    raise Unavailable(f"the fork server could not fork: {reply.get('error')}")
+                reply = self._reply(request)
                 worker = Forked([self.python, "-m", module, *args], int(reply["pid"]), stderr_r)
                 stderr_r = -1  # its reader's now
                 with self._replied:
                     early = self._early.pop(worker.pid, None)
-                    if early is None:
+                    ended = self._ended
+                    if early is None and not ended:
                         self._workers[worker.pid] = worker
                 if early is not None:  # it ended before its `Forked` was made
                     worker.exited(early)
+                elif ended:  # the server ended before it was registered
+                    worker.lost(self._why_lost())
                 return worker
         except BaseException:
             if stderr_r >= 0:
@@ -319,13 +297,41 @@ class Server:
         finally:
             os.close(stderr_w)
 
-    def busy(self) -> bool:
-        """Whether a worker it forked is still running (ending it would stop that one)."""
+    def _reply(self, request: int) -> dict:
+        """The server's answer to ``request``: its child's pid. A `start` that stops
+        waiting (a timeout, a Ctrl-C) leaves the request abandoned: its child, if one
+        was forked, is stopped, and the server is not used again after a timeout."""
         with self._replied:
-            return bool(self._workers)
+            try:
+                answered = self._replied.wait_for(
+                    lambda: request in self._replies or self._ended, REPLY_TIMEOUT_S
+                )
+                reply = self._replies.pop(request, None)
+                if reply is None:
+                    self._broken = not answered or self._broken
+                    raise Unavailable(
+                        "the fork server did not answer"
+                        if not answered
+                        else "the fork server ended"
+                    )
+            except BaseException:
+                if request not in self._replies:
+                    self._abandoned.add(request)
+                else:
+                    _stop_abandoned(int(self._replies.pop(request).get("pid", 0)))
+                raise
+        if "pid" not in reply:
+            raise Unavailable(f"the fork server could not fork: {reply.get('error')}")
+        return reply
+
+    def busy(self) -> bool:
+        """Whether a worker it forked is still running, or one is being started (ending
+        it would stop that one)."""
+        with self._replied:
+            return bool(self._workers) or self.starting > 0
 
     def alive(self) -> bool:
-        return not self._ended and self.process.poll() is None
+        return not (self._ended or self._broken) and self.process.poll() is None
 
     def close(self) -> None:
         """End the server (it stops any child still running) and reap it."""
@@ -339,7 +345,8 @@ class Server:
             self.process.wait()
 
 
-_servers: dict[tuple, Server] = {}
+_servers: dict[tuple, Server] = {}  # least recently used first
+_retired: list[Server] = []  # replaced while a worker of theirs ran: ended at exit
 _unavailable: set[tuple] = set()
 _registry = threading.Lock()
 
@@ -358,9 +365,9 @@ def forked(
     with _registry:
         if key in _unavailable:
             return None
-        server = _servers.get(key)
+        server = _servers.pop(key, None)
         if server is not None and not server.alive():
-            del _servers[key]
+            _end(server)
             server = None
         if server is None:
             try:
@@ -368,14 +375,26 @@ def forked(
             except (Unavailable, OSError):
                 _unavailable.add(key)
                 return None
-            idle = [k for k, s in _servers.items() if not s.busy()]  # oldest first
+            idle = [k for k, s in _servers.items() if not s.busy()]
             for old in idle[: max(0, len(_servers) + 1 - MAX_SERVERS)]:
                 _servers.pop(old).close()
-            _servers[key] = server
+        _servers[key] = server  # the most recently used, last
+        server.starting += 1
     try:
         return server.start(module, args, environ, pass_fds)
     except Unavailable:
         return None
+    finally:
+        with _registry:
+            server.starting -= 1
+
+
+def _end(server: Server) -> None:
+    """End a server now, or at exit if a worker of its still runs."""
+    if server.busy():
+        _retired.append(server)
+    else:
+        server.close()
 
 
 @atexit.register
@@ -384,159 +403,14 @@ def close_all() -> None:
     with _registry:
         for key in [k for k in _servers if k[0] == os.getpid()]:
             _servers.pop(key).close()
+        for server in [s for s in _retired if s.owner == os.getpid()]:
+            _retired.remove(server)
+            server.close()
 
 
-# --- the server's side -------------------------------------------------------------------
-
-
-def _serve(sock: socket.socket) -> dict | None:
-    """Fork a child per request; report each child's exit. Returns, in a child, its
-    request (the caller runs it); in the server, None when the runner has gone."""
-    children: set[int] = set()
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-
-    def stop_children(*_: object) -> None:
-        for pid in children:
+def _stop_abandoned(pid: int) -> None:
+    """A forked worker whose `start` was given up: SIGTERM, after a SIGCONT."""
+    if pid > 0:
+        for signum in (signal.SIGCONT, signal.SIGTERM):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)  # a stopped worker takes its SIGTERM
-                os.kill(pid, signal.SIGTERM)
-        os._exit(143)
-
-    signal.signal(signal.SIGTERM, stop_children)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the runner's to handle
-
-    def reap() -> None:
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            children.discard(pid)
-            _send(sock, {"exit": pid, "returncode": os.waitstatus_to_exitcode(status)})
-
-    while True:
-        readable, _, _ = select.select([sock, wake_r], [], [])
-        if wake_r in readable:
-            with contextlib.suppress(BlockingIOError):
-                os.read(wake_r, 4096)
-            reap()
-        if sock not in readable:
-            continue
-        request, fds = _receive(sock)
-        if request is None:  # the runner closed its end: stop what is left, then leave
-            if children:
-                stop_children()
-            return None
-        try:
-            pid = _fork()
-        except OSError as error:
-            for fd in fds:
-                os.close(fd)
-            _send(sock, {"error": str(error)})
-            continue
-        if pid == 0:
-            signal.set_wakeup_fd(-1)
-            for fd in (wake_r, wake_w):
-                os.close(fd)
-            sock.close()
-            return {**request, "received": fds}
-        for fd in fds:
-            os.close(fd)
-        children.add(pid)
-        _send(sock, {"pid": pid})
-        reap()
-
-
-def _fork() -> int:
-    import warnings
-
-    with warnings.catch_warnings():  # Python 3.12 warns of the BLAS pool's idle thread
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return os.fork()
-
-
-def _place(received: Sequence[int], targets: Sequence[int]) -> None:
-    """Put each received descriptor at its target number; close every other one above
-    stderr, as `subprocess` does (``close_fds``)."""
-    import fcntl
-
-    floor = max([*targets, *received, 2]) + 1
-    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, floor) for fd in received]
-    for fd in received:
-        os.close(fd)
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    if null > 2:
-        os.close(null)
-    for fd, target in zip(moved, targets, strict=True):
-        os.dup2(fd, target)  # inheritable, as subprocess's pass_fds are
-    keep = sorted({0, 1, 2, *targets})
-    for low, high in zip(keep, [*keep[1:], os.sysconf("SC_OPEN_MAX")], strict=True):
-        os.closerange(low + 1, high)
-
-
-def _become(request: dict) -> None:
-    """In a child: take the worker's descriptors, environment and directory, then run its
-    module as ``python -m`` would; never returns."""
-    import runpy
-    import traceback
-
-    code = 1
-    try:
-        _place(request["received"], request["fds"])
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.environ[PARENT_PID] = str(os.getppid())  # its parent is this server
-        os.chdir(request["cwd"])
-        sys.path[0] = request["cwd"]  # what ``python -m`` puts first
-        if "numpy.random" in sys.modules:  # spawned workers draw their own seed
-            sys.modules["numpy.random"].seed()
-        sys.argv = [MODULE, *request["args"]]
-        # ``python -m`` runs a module not imported yet: its preloaded copy is forgotten
-        sys.modules.pop(request["module"], None)
-        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        if not isinstance(exit_.code, int | None):
-            print(exit_.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
-
-
-def main() -> None:
-    exit_with_parent([])  # SIGTERM when the runner dies (its handler is set in _serve)
-    sock = socket.socket(fileno=int(os.environ.pop(SERVER_FD)))
-    import gc
-    import importlib
-
-    for name in PRELOAD:
-        importlib.import_module(name)
-    from jax._src import xla_bridge
-
-    if getattr(xla_bridge, "_backends", None):  # never fork a process running JAX
-        raise SystemExit("the fork server's imports started a JAX backend")
-    gc.collect()
-    gc.freeze()
-    _send(sock, {"ready": True, "pid": os.getpid()})
-    request = _serve(sock)
-    if request is not None:
-        _become(request)
-
-
-if __name__ == "__main__":
-    main()
+                os.kill(pid, signum)

@@ -46,7 +46,7 @@ def test_a_forked_worker_sees_what_a_spawned_one_sees(tmp_path, monkeypatch, mod
     read, write = os.pipe()
     number = write
     try:
-        environ = _environ(PROBE_A="1", XLA_FLAGS="--xla_cpu_use_thunk_runtime=true")
+        environ = _environ(PROBE_A="1", XLA_FLAGS="--xla_force_host_platform_device_count=3")
         if mode == "spawned":
             environ[forkserver.SWITCH] = "off"
         worker, finished, seen = _run(
@@ -67,7 +67,8 @@ def test_a_forked_worker_sees_what_a_spawned_one_sees(tmp_path, monkeypatch, mod
     assert seen["argv"] == ["write-fd", str(tmp_path / f"{mode}.json"), str(number)]
     assert seen["cwd"] == str(work) and seen["path0"] == str(work)
     assert seen["env"] == {"PROBE_A": "1"}
-    assert seen["xla_flags"] == "--xla_cpu_use_thunk_runtime=true"
+    assert seen["xla_flags"] == "--xla_force_host_platform_device_count=3"
+    assert seen["devices"] == 3, "XLA read the worker's flags, not the server's"
     assert list(seen["fds"]) == [str(number)], f"only the passed descriptor is open: {seen['fds']}"
     assert seen["stdin"] == seen["stdout"] == os.devnull
     assert not seen["backends_started"]
@@ -176,6 +177,56 @@ def test_a_worker_whose_server_dies_first_is_ended_and_says_why(tmp_path):
     finished = finish_worker(worker, 60)
     assert finished.returncode == forkserver.LOST
     assert "the fork server ended before this worker" in finished.stderr
+    deadline = time.monotonic() + 15
+    while _alive(worker.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not _alive(worker.pid), "the worker outlived its server"
     _, again, seen = _run(tmp_path, "again", "exit", "0", environ=_environ(PROBE_D="server dies"))
     assert again.returncode == 0 and seen["ppid"] not in (server, os.getpid())
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+def test_a_start_that_gives_up_stops_its_child_and_spawns_instead(tmp_path, monkeypatch):
+    """A fork the runner stopped waiting for (here: no time to answer at all) is not
+    left running beside the spawned worker that replaces it, and that server is not
+    asked again."""
+    environ = _environ(PROBE_E="gives up")
+    _, first, _ = _run(tmp_path, "first", "exit", "0", environ=environ)  # the server, up
+    assert first.returncode == 0
+    key = (os.getpid(), sys.executable, forkserver.import_environment(environ))
+    server = forkserver._servers[key]
+    monkeypatch.setattr(forkserver, "REPLY_TIMEOUT_S", 0.0)
+    started = time.monotonic()
+    worker, _, _ = _run(tmp_path, "spawned", "quiet-sleep", "30", environ=environ, timeout=3)
+    assert isinstance(worker, subprocess.Popen)
+    assert time.monotonic() - started < 20
+    deadline = time.monotonic() + 15
+    while _children(server.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _children(server.pid), "the abandoned fork still runs"
+    assert not server.alive(), "a server that did not answer is used again"
+
+
+def test_a_server_with_a_running_worker_is_never_evicted(tmp_path, monkeypatch):
+    monkeypatch.setattr(forkserver, "MAX_SERVERS", 1)
+    out = tmp_path / "long.json"
+    long = start_worker([*PROBE, "sleep", str(out), "3"], _environ(PROBE_F="first"))
+    deadline = time.monotonic() + 60
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _, other, _ = _run(tmp_path, "other", "exit", "0", environ=_environ(PROBE_F="second"))
+    assert other.returncode == 0
+    finished = finish_worker(long, 60)
+    assert finished.returncode == 0, finished.stderr

@@ -26,7 +26,11 @@ def seen() -> dict:
     scanbench._forked_probe_runs = counter  # a later child must not see this
     from jax._src import xla_bridge
 
+    started = bool(getattr(xla_bridge, "_backends", None))
+    import jax
+
     return {
+        "devices": jax.device_count(),  # after the check: XLA_FLAGS applied?
         "name": __name__,
         "argv": sys.argv[1:],
         "cwd": os.getcwd(),
@@ -38,7 +42,7 @@ def seen() -> dict:
         "stdout": os.readlink("/proc/self/fd/1"),
         "ppid": os.getppid(),
         "runs_seen": counter,
-        "backends_started": bool(getattr(xla_bridge, "_backends", None)),
+        "backends_started": started,
     }
 
 
@@ -49,6 +53,9 @@ def main(argv: list[str]) -> int:
     with open(out + ".tmp", "w") as stream:
         json.dump(report, stream)
     os.replace(out + ".tmp", out)
+    if mode == "quiet-sleep":  # nothing written: a closed stderr does not end it
+        time.sleep(float(argv[2]))
+        return 0
     print(f"probe stderr: {mode}", file=sys.stderr)
     if mode == "write-fd":  # a passed descriptor, at the number the runner gave it
         os.write(int(argv[2]), b"through the pipe")
