@@ -57,10 +57,10 @@ def receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
     return json.loads(data), fds
 
 
-def _serve(sock: socket.socket, runner: int) -> dict | None:
-    """Fork a child per request; report each child's exit. Returns, in a child, its
-    request (the caller runs it); in the server, None once the runner has gone (its end
-    of the socket closed, or this process re-parented: the runner died)."""
+def _serve(sock: socket.socket, runner: int) -> dict:
+    """Fork a child per request; report each child's exit. Returns only in a child, its
+    request (the caller runs it); the server itself exits once the runner has gone (its
+    end of the socket closed, or this process re-parented: the runner died)."""
     children: set[int] = set()
     server = os.getpid()
     wake_r, wake_w = os.pipe()
@@ -230,9 +230,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     send(sock, {"ready": True, "pid": os.getpid()})
-    request = _serve(sock, runner)
-    if request is not None:
-        _become(request)
+    _become(_serve(sock, runner))
 
 
 if __name__ == "__main__":
