@@ -246,7 +246,9 @@ def not_known(facts: Facts) -> Finding:
     if loop is not None and facts.median_s:
         iterations, line = loop
         said.append(
-            f"a Python loop of {iterations:,.0f} iterations per call ({line}), "
+            f"its hottest Python line runs once per call ({line})"
+            if iterations <= 1  # one call into the library: no loop to name
+            else f"a Python loop of {iterations:,.0f} iterations per call ({line}), "
             f"{duration(facts.median_s / iterations)} each"
         )
     priced = [*traffic(facts)]

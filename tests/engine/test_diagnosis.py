@@ -415,6 +415,13 @@ def test_a_host_loop_of_library_calls_is_named_with_its_iterations():
         facts(**{**base, "median_s": 0.33, "engine": "numpy", "python": {"hottest": columns}})
     )
     assert Cost.HOST_LOOP not in costs(numpy) and "99 iterations per call" in numpy[0].evidence
+    # a line run once per call (one call into a Numba kernel) is no loop
+    once = [{"where": "numba_solvers.py:57", "count": 1, "code": "return kernel(*args)"}]
+    numba = diagnose(
+        facts(**{**base, "median_s": 1.4e-4, "engine": "numba", "python": {"hottest": once}})
+    )
+    assert numba[0].cost == Cost.UNKNOWN and "loop" not in numba[0].evidence
+    assert "its hottest Python line runs once per call (numba_solvers.py:57" in numba[0].evidence
 
 
 def test_waits_are_priced_by_the_same_loop_without_them():
