@@ -262,7 +262,8 @@ class Backend:
             work ratio x ``min_count`` > ``--max-time``),
             the cell is measured on that part of the work and its times scaled by the
             ratio, stored as measured-and-scaled (``Record.sampling["scaled"]``, "≈" in
-            the reports), never silently.
+            the reports), never silently. The part is sampled at least as often as an
+            interval of its median needs (`scanbench.statistics.fewest_for_interval`).
     """
 
     name: str

@@ -78,6 +78,7 @@ from ..stages import (
     REFERENCE_STAGE,
     SAMPLING_STAGE,
 )
+from ..statistics import fewest_for_interval
 from ..timing import call_span, repeat, time_call
 from ..units import format_seconds
 from ..xla_options import flags_in_effect
@@ -482,8 +483,22 @@ def _measure(
     performance log (2026-11-23, "Work measured in part")."""
     reduced = reduced_size(scenario, backend, size) if first_call_known else None
     if reduced is not None and not counts_only:
+        # the part takes the samples an interval needs, past the budget when its calls are
+        # too long for that many in it (docs/methodology.md, "work measured in part")
+        fewest = max(
+            timing.min_samples, min(fewest_for_interval(timing.confidence), timing.max_count)
+        )
         part = _check_and_time(
-            scenario, backend, reduced, target, timing, False, True, beacon, cache, resample
+            scenario,
+            backend,
+            reduced,
+            target,
+            dataclasses.replace(timing, min_samples=fewest),
+            False,
+            True,
+            beacon,
+            cache,
+            resample,
         )
         along = scenario.count_along
         factor = size[along] / reduced[along]

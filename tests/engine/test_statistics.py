@@ -12,6 +12,7 @@ import pytest
 from scanbench.api import InputError
 from scanbench.statistics import (
     bootstrap_resamples,
+    fewest_for_interval,
     median_bound_indices,
     median_interval,
     ratio_interval,
@@ -31,6 +32,14 @@ def test_the_median_interval_covers_at_least_its_confidence(alternative, confide
         misses += not low <= 1.0 <= high
     allowed = (1 - confidence) * trials
     assert misses <= allowed + 3 * np.sqrt(allowed)
+
+
+@pytest.mark.parametrize(("confidence", "fewest"), [(0.95, 6), (0.99, 8), (0.5, 3)])
+def test_the_fewest_values_for_an_interval_are_those_that_give_both_bounds(confidence, fewest):
+    """2 x 0.5**6 = 3.1% <= 5% but 2 x 0.5**5 = 6.3% > 5%: six values at 95%."""
+    assert fewest_for_interval(confidence) == fewest
+    assert np.isfinite(median_interval(np.arange(fewest, dtype=float), confidence)).all()
+    assert not np.isfinite(median_interval(np.arange(fewest - 1, dtype=float), confidence)).all()
 
 
 def test_bounds_need_enough_values():
