@@ -535,7 +535,9 @@ def notes(row: Any) -> str:
     interval, an unchecked output, a function that is not jitted."""
     found = []
     samples = getattr(row, "samples", None)
-    if samples is not None and samples == samples and samples < MIN_SAMPLES:
+    width = getattr(row, "rel_width", None)
+    no_width = width is None or width != width  # NaN in a frame: no interval was given
+    if samples is not None and samples == samples and (samples < MIN_SAMPLES or no_width):
         found.append(f"n={int(samples)}: no interval (min_samples= asks for more)")
     if not getattr(row, "checked", True):
         found.append("unchecked")

@@ -196,3 +196,15 @@ def test_the_pytest_fixture_puts_counts_in_extra_info(tmp_path):
     (bench,) = json.loads(out.read_text())["benchmarks"]
     assert bench["extra_info"]["counts_per_call"]["dispatches"] == 1
     assert bench["extra_info"]["backend"] == "scan"
+
+
+def test_a_row_without_an_interval_is_noted_whatever_its_samples():
+    """Five samples give no 95% interval (six do): the note says so, as for one."""
+    from types import SimpleNamespace
+
+    from scanbench.notebook import notes
+
+    assert notes(SimpleNamespace(samples=1, rel_width=float("nan"))).startswith("n=1: no interval")
+    assert notes(SimpleNamespace(samples=5, rel_width=float("nan"))).startswith("n=5: no interval")
+    assert notes(SimpleNamespace(samples=6, rel_width=0.4)) == ""
+    assert notes(SimpleNamespace(samples=float("nan"), rel_width=float("nan"))) == ""
