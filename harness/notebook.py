@@ -34,7 +34,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from scanbench.reports.frame import MIN_SAMPLES, NOT_JITTED, records_frame
+from scanbench.reports.frame import NOT_JITTED, records_frame, without_interval
 from scanbench.reports.growth_section import growth_sections
 from scanbench.reports.written import write_reports
 
@@ -536,8 +536,7 @@ def notes(row: Any) -> str:
     found = []
     samples = getattr(row, "samples", None)
     width = getattr(row, "rel_width", None)
-    no_width = width is None or width != width  # NaN in a frame: no interval was given
-    if samples is not None and samples == samples and (samples < MIN_SAMPLES or no_width):
+    if samples is not None and samples == samples and without_interval(samples, width):
         found.append(f"n={int(samples)}: no interval (min_samples= asks for more)")
     if not getattr(row, "checked", True):
         found.append("unchecked")

@@ -100,6 +100,12 @@ MIN_SAMPLES = 5  # fewer samples than this: no interval, flagged wherever a time
 SAME_RUN = ["run", *GROUP, "cache", "shard"]
 
 
+def without_interval(samples: float, rel_width: float | None) -> bool:
+    """A time flagged "n=N: no interval" wherever it is shown: fewer than `MIN_SAMPLES`
+    samples, or no stored interval (``rel_width`` None or NaN: 6 samples at 95%)."""
+    return samples < MIN_SAMPLES or rel_width is None or rel_width != rel_width
+
+
 def _device_kind(device: dict, environment: dict) -> str:
     platform = device.get("platform") or environment.get("platform") or "?"
     kind = device.get("device_kind") or environment.get("device_kind") or "?"

@@ -15,7 +15,7 @@ from scanbench.gathered import shard_environments
 from scanbench.results import Run
 from scanbench.units import format_duration, format_seconds, number
 
-from .frame import GROUP, MIN_SAMPLES, NOT_JITTED
+from .frame import GROUP, NOT_JITTED, without_interval
 
 
 def _missing(value) -> bool:
@@ -103,11 +103,11 @@ def disturbed_notes(ok: pd.DataFrame) -> list[str]:
 
 def _precision(row) -> str:
     """Samples and the half-width of the 95% interval of the median: "42 (±0.9%)";
-    "n=1: no interval" below `MIN_SAMPLES` or without an interval."""
+    "n=1: no interval" without one (`frame.without_interval`)."""
     count = row.samples
     if _missing(count):
         return "-"
-    if _missing(row.rel_width) or count < MIN_SAMPLES:
+    if without_interval(count, row.rel_width):
         return f"n={int(count)}: no interval"
     return f"{int(count)} (±{row.rel_width * 50:.2g}%)"
 
