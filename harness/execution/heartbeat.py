@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..stages import PAUSED_STAGE, QUIET_STAGES, TIMED_STAGES, WAITING_STAGE
 from ..units import format_duration
-from .quiet_link import Pauses, QuietLink
+from .quiet_link import Pauses, QuietLink, Verdict
 
 EVERY_S = 30.0
 WRITE_EVERY_S = 1.0
@@ -80,14 +80,14 @@ class Beacon:
         self.current = (name, self.clock())
         self.phase(text or name)
 
-    def timed_end(self) -> bool:
+    def timed_end(self) -> Verdict:
         """Say that the timed samples ended, once per sampling (the runner takes its
-        closing probes); whether their verdict found the machine disturbed. False
-        without a link or the machine, or when said already."""
+        closing probes); the runner's verdict on them. Steady without a link or the
+        machine, or when said already."""
         if self.link is None or not self.holding or self.timed_ended:
-            return False
+            return Verdict.STEADY
         self.timed_ended = True
-        return bool(self.link.timed_end())
+        return self.link.timed_end()
 
     def again(self) -> None:
         """After `timed_end`: the samples are set aside and the call sampled again in

@@ -32,15 +32,15 @@ A cell is also disturbed when its samples, in the order taken, had a *slow spell
 (`scanbench.spells`: a run of samples at a level well above the others'), the machine
 slowing down in the middle of the cell while the probe read the same before and after.
 
-A cell is *disturbed* when any threshold below is crossed or a slow spell is found; the
-run measures it again (`scanbench.execution.remeasure`) unless other programs are still
-busy right after it (`still_busy`: measured again, it would be disturbed the same way, at
-the cost of a whole cell; a parallel test run disturbed nearly every cell so), the reports mark it
-and the gate refuses to decide an invariant on it. On a system without ``/proc`` only the probe
-is measured. A cell that keeps every core busy itself (XLA's thread pool, a sharded
-backend's device per core) is not disturbed: more tasks than cores were runnable, but
-they were its own; the machine was busy when more tasks than cores were runnable *and*
-on average at least `OTHERS` of them were not the cell's.
+A cell is *disturbed* when any threshold below is crossed or a slow spell is found; its
+worker samples it again, then the run measures it again (`scanbench.execution.remeasure`),
+unless other programs are still busy right after its samples (`still_busy`: sampled
+again, it would be disturbed the same way; a parallel test run disturbed nearly every
+cell so), and the reports mark a cell that stays disturbed. On a system without
+``/proc`` only the probe is measured. A cell that keeps every core busy itself (XLA's
+thread pool, a sharded backend's device per core) is not disturbed: more tasks than
+cores were runnable, but they were its own; the machine was busy when more tasks than
+cores were runnable *and* on average at least `OTHERS` of them were not the cell's.
 """
 
 from __future__ import annotations

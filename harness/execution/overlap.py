@@ -52,12 +52,14 @@ from typing import Any
 from ..sharding.distributed import COORDINATOR, usable_cores
 from .forkserver import Forked
 from .interference import (
+    Interference,
     LoadSamples,
     assess,
     calibration_probe,
     cpu_times,
     load_average,
     sample_load,
+    still_busy,
     thread_states,
 )
 from .processes import Finished, finish_worker, start_worker
@@ -66,6 +68,7 @@ from .quiet_link import (
     AGAIN,
     ANEW,
     ANSWERED,
+    BUSY,
     DISTURBED,
     PAUSES,
     PAUSES_FILE,
@@ -162,6 +165,18 @@ class QuietWatch:
             (self.loads[0], self.loads[1]),
             os.cpu_count() or 1,
         ).to_json()
+
+
+def _verdict(watch: QuietWatch) -> bytes:
+    """The answer to a worker whose samples ended: ``ANSWERED`` when the closing probes
+    found the machine undisturbed over them, ``DISTURBED`` when they did not (the worker
+    samples again), ``BUSY`` when other programs disturbed it and still run right after
+    (`still_busy`: sampled again, the samples would be disturbed the same way; the
+    worker keeps them, judged disturbed as usual, and `scanbench.execution.remeasure`
+    adds why they were not measured again)."""
+    if not watch.close():
+        return ANSWERED
+    return BUSY if still_busy(Interference.from_json(watch.assess())) is not None else DISTURBED
 
 
 @dataclasses.dataclass
@@ -306,7 +321,7 @@ class Machine:
                     self._release(worker)
                 elif byte == TIMED_END:
                     with self._cond:  # the worker holds the machine: nobody else runs
-                        answer = DISTURBED if worker.watch.close() else ANSWERED
+                        answer = _verdict(worker.watch)
                 elif byte == AGAIN:
                     with self._cond:
                         worker.sampled_again(holding=self._holder is worker)

@@ -8,6 +8,7 @@ standard library.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import os
 import time
@@ -18,9 +19,21 @@ PAUSES = "SCANBENCH_PAUSES"  # the file of a worker's pauses (JSON [[stop, conti
 PAUSES_FILE = "pauses.json"
 clock = time.monotonic  # one clock, the same in every process (CLOCK_MONOTONIC)
 # the protocol's bytes: the worker's requests, and the runner's answer to each (to
-# TIMED_END: ANSWERED, or DISTURBED when its probes found the machine disturbed)
+# TIMED_END: ANSWERED, DISTURBED when its probes found the machine disturbed, BUSY when
+# they did and the programs that disturbed it still run: `Verdict`)
 ACQUIRE, TIMED_END, AGAIN, ANEW, RELEASE = b"q", b"t", b"a", b"n", b"r"
-ANSWERED, DISTURBED = b"g", b"d"
+ANSWERED, DISTURBED, BUSY = b"g", b"d", b"b"
+
+
+class Verdict(enum.StrEnum):
+    """The runner's verdict on a worker's samples when they end (`QuietLink.timed_end`)."""
+
+    STEADY = "steady"  # its probes found the machine undisturbed
+    DISTURBED = "disturbed"  # they found it disturbed: sample again
+    BUSY = "busy"  # disturbed by other programs that still run: sampled again, the same
+
+
+VERDICTS = {ANSWERED: Verdict.STEADY, DISTURBED: Verdict.DISTURBED, BUSY: Verdict.BUSY}
 
 
 class QuietLink:
@@ -47,12 +60,11 @@ class QuietLink:
     def acquire(self) -> None:
         self._ask(ACQUIRE)
 
-    def timed_end(self) -> bool:
+    def timed_end(self) -> Verdict:
         """Say that this worker's timed samples ended (it keeps the machine); returns once
         the runner has taken its closing probes (`scanbench.execution.overlap.QuietWatch.close`):
-        whether they found the machine disturbed over the samples (the interference's
-        verdict: the probe's drift, other programs' load, CPU steal)."""
-        return self._ask(TIMED_END, (ANSWERED, DISTURBED)) == DISTURBED
+        its verdict on the samples (the probe's drift, other programs' load, CPU steal)."""
+        return VERDICTS[self._ask(TIMED_END, tuple(VERDICTS))]
 
     def again(self) -> None:
         """After `timed_end`, holding the machine: this worker sets its samples aside and

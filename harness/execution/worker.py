@@ -83,7 +83,7 @@ from ..timing import call_span, repeat, time_call
 from ..units import format_seconds
 from ..xla_options import flags_in_effect
 from .heartbeat import PROGRESS_FILE, Beacon
-from .quiet_link import Pauses, QuietLink
+from .quiet_link import Pauses, QuietLink, Verdict
 from .reference_cache import shared_reference
 from .remeasure import sampled_again
 
@@ -385,8 +385,10 @@ def _check_and_time(
             if len(set_aside) >= resample:
                 break
             spell = find_spell(timed.samples, target.seed)
-            machine = beacon.timed_end()  # the runner's closing probes: was it disturbed?
-            if spell is None and not machine:
+            verdict = beacon.timed_end()  # the runner's closing probes: was it disturbed?
+            if verdict is Verdict.BUSY:  # by programs that still run: the same again
+                break
+            if spell is None and verdict is Verdict.STEADY:
                 break
             # a slow spell, or a machine the runner found disturbed over the samples:
             # sampled again in this process, still in the quiet stage (the module doc);

@@ -18,7 +18,7 @@ from scanbench.execution.heartbeat import Beacon
 from scanbench.execution.interference import FAST_EVERY_S
 from scanbench.execution.launcher import measuring, run_cells
 from scanbench.execution.overlap import Machine, cells_at_once, run_worker
-from scanbench.execution.quiet_link import Pauses, paused_within
+from scanbench.execution.quiet_link import Pauses, Verdict, paused_within
 from scanbench.execution.worker import first_call
 from scanbench.invocation import Invocation
 from scanbench.sampling import TimingConfig
@@ -103,15 +103,16 @@ def test_a_worker_is_stopped_while_the_other_holds_the_machine(tmp_path):
 # A worker that takes the machine, ends its samples twice, sampling again after the
 # first when the runner's answer says disturbed, and prints each answer
 RESAMPLER = """
+import sys
 from scanbench.execution.quiet_link import QuietLink
 link = QuietLink.from_environ()
 link.acquire()
 answers = [link.timed_end()]
-if answers[0]:
+if answers[0] == "disturbed":
     link.again()
     answers.append(link.timed_end())
 link.release()
-print(answers)
+print([str(answer) for answer in answers], file=sys.stderr)
 """
 
 
@@ -133,6 +134,25 @@ def test_the_runner_answers_the_end_of_samples_with_its_verdict(tmp_path, monkey
     assert not done.interference["disturbed"] and done.interference["probe_after_s"] == 1.0
 
 
+def test_a_machine_busy_with_other_programs_is_not_sampled_again(tmp_path, monkeypatch):
+    """Over real pipes: the first sampling is found disturbed (the probe drifts 3x), but
+    other programs still run right after it (`still_busy`, planted), so the runner answers
+    "not worth sampling again": the worker keeps its samples, and the verdict on them
+    still says disturbed (`scanbench.execution.remeasure` adds why they were kept)."""
+    from scanbench.execution import interference, overlap
+
+    for threshold in ("OTHERS", "STEAL_FRACTION"):
+        monkeypatch.setattr(interference, threshold, math.inf)
+    probes = iter([1.0, 3.0])
+    monkeypatch.setattr(overlap, "calibration_probe", lambda: next(probes, 1.0))
+    asked = []
+    monkeypatch.setattr(overlap, "still_busy", lambda i: asked.append(i) or "still busy")
+    done = run_worker(Machine(2), [sys.executable, "-c", RESAMPLER], _env(), 60.0, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "['busy']" in done.stderr and not done.windows  # the worker kept its samples
+    assert done.interference["disturbed"] and asked[0].probe_after_s == 3.0
+
+
 # A worker measured on part of its work and then whole (`scanbench.execution.worker`):
 # each sampling's end answered, the machine given back between them, the second sampling
 # announced as a new measurement (`anew`) before its grant
@@ -147,7 +167,7 @@ link.anew()
 link.acquire()
 answers.append(link.timed_end())
 link.release()
-print(answers, file=sys.stderr)
+print([str(answer) for answer in answers], file=sys.stderr)
 """
 
 
@@ -165,7 +185,7 @@ def test_a_cell_measured_anew_is_judged_by_the_probes_around_its_new_samples(tmp
     command = [sys.executable, "-c", REDUCED_THEN_WHOLE]
     done = run_worker(Machine(2), command, _env(), 60.0, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "[False, True]" in done.stderr  # the whole sampling's end: disturbed
+    assert "['steady', 'disturbed']" in done.stderr  # the whole sampling's end: disturbed
     assert done.windows == ()  # nothing was set aside
     judged = done.interference
     assert judged["disturbed"] and (judged["probe_before_s"], judged["probe_after_s"]) == (1.0, 3.0)
@@ -249,8 +269,9 @@ class RecordingLink:
     def acquire(self) -> None:
         self.calls.append("acquire")
 
-    def timed_end(self) -> None:
+    def timed_end(self) -> Verdict:
         self.calls.append("timed end")
+        return Verdict.STEADY
 
     def release(self) -> None:
         self.calls.append("release")
@@ -284,9 +305,9 @@ class AnsweringLink(RecordingLink):
     """A `RecordingLink` whose runner finds the machine disturbed over the first
     sampling only."""
 
-    def timed_end(self) -> bool:
+    def timed_end(self) -> Verdict:
         super().timed_end()
-        return self.calls.count("timed end") == 1
+        return Verdict.DISTURBED if self.calls.count("timed end") == 1 else Verdict.STEADY
 
     def again(self) -> None:
         self.calls.append("again")
@@ -300,16 +321,16 @@ def test_a_beacon_says_once_per_sampling_that_the_samples_ended():
     beacon = Beacon(None, link=link)
     beacon.stage("prepare: check")
     beacon.stage("sampling")
-    assert beacon.timed_end() is True  # disturbed: the worker samples again
-    assert beacon.timed_end() is False  # said already for this sampling
+    assert beacon.timed_end() is Verdict.DISTURBED  # the worker samples again
+    assert beacon.timed_end() is Verdict.STEADY  # said already for this sampling
     beacon.again()
-    assert beacon.timed_end() is False  # the new samples: not disturbed
+    assert beacon.timed_end() is Verdict.STEADY  # the new samples: not disturbed
     beacon.stage("counting")  # the samples' end was said: only the quiet stage goes on
     beacon.stage("memory")
     assert link.calls == ["acquire", "timed end", "again", "timed end", "release"]
     alone = Beacon(None)  # no runner (a notebook's compare): nothing to say, nothing found
     alone.stage("sampling")
-    assert alone.timed_end() is False
+    assert alone.timed_end() is Verdict.STEADY
 
 
 def test_the_interference_is_read_around_the_timed_samples_only(monkeypatch):

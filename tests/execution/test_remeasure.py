@@ -228,14 +228,41 @@ def test_a_machine_disturbed_over_the_samples_is_sampled_again_in_its_worker(tmp
     assert "**steady**: measured 2 times; the numbers are of the last" in text
 
 
+def test_a_spell_while_other_programs_still_run_is_not_sampled_again(tmp_path, monkeypatch):
+    """Through the real run's cells: the ``planted`` backend's samples have a slow spell and
+    the runner's probe is planted to drift 3x over them, while other programs are planted
+    to run on after them (`still_busy`). The worker keeps its samples, slow spell and all:
+    sampled again, they would be disturbed the same way. No sampling is set aside, no
+    fresh worker started, and the reason says why."""
+    from scanbench.execution import overlap
+
+    busy = "not measured again: the machine was still busy after it (1.0 ...)"
+    asked = []
+    monkeypatch.setattr(overlap, "still_busy", lambda i: asked.append(i) or busy)
+    monkeypatch.setattr(launcher, "still_busy", lambda i: busy if i.probe_after_s else None)
+    for threshold in ("OTHERS", "STEAL_FRACTION"):
+        monkeypatch.setattr(interference, threshold, math.inf)
+    probes = iter([1.0, 3.0])
+    monkeypatch.setattr(overlap, "calibration_probe", lambda: next(probes, 1.0))
+    _, cell, _ = _planted_run(tmp_path, "recurring", remeasure=2)
+    kept = Interference.from_json(cell.interference)
+    assert cell.disturbed and kept.slow_spell is not None and not kept.set_aside, kept
+    assert (kept.probe_before_s, kept.probe_after_s) == (1.0, 3.0) and len(asked) == 1
+    assert kept.reasons[-1] == busy
+    assert SET_ASIDE_STAGE not in cell.extra["phases_s"]
+
+
 def test_a_run_measures_a_planted_spell_again_and_reports_it(tmp_path, monkeypatch):
     """Through the real run's cells: workers, the timing loop, the spell test in the runner.
     The ``planted`` backend slows itself 5x for a quarter of its 40 samples every time it
     is sampled, so the sampling again in its worker and the fresh worker are disturbed
     too, and the last measurement is kept, marked, the three set aside stored in the
-    order taken. (A parallel test run keeps the machine busy: the check that would then
-    skip measuring again is turned off, it is tested on its own.)"""
+    order taken. (A parallel test run keeps the machine busy: the checks that would then
+    skip sampling and measuring again are turned off, they are tested on their own.)"""
+    from scanbench.execution import overlap
+
     monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
+    monkeypatch.setattr(overlap, "still_busy", lambda interference: None)
     run, cell, (first, last) = _planted_run(tmp_path, "recurring", remeasure=1)
     spell = Interference.from_json(cell.interference).slow_spell
     assert cell.disturbed and spell is not None, cell.samples_s
