@@ -39,6 +39,7 @@ def quick_gates(tmp_path):
 OLDER_JAX = ("jax==0.10.0", "jaxlib==0.10.0")
 
 
+@pytest.mark.solo  # its confirming re-run compares times: the other test worker's load
 def test_an_xla_flag_with_a_known_effect_is_seen_in_time_and_counts(tmp_path, quick_gates):
     """Turning XLA's fusion off makes the TDMA time-major scan launch every elementwise op
     as its own kernel: 1,108 -> 2,408 per call at smoke (counted), and about 2x slower."""
