@@ -389,7 +389,7 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
     elif name == "glance":
         body = _markdown(report(path).glance)
     elif name == "run-time":
-        body = _markdown(report(path).run_time)
+        body = f"{_markdown(report(path).run_time)}\n\n{report(path).run_time_note}"
     elif name == "shards":
         body = shards_table(run)
     else:

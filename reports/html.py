@@ -130,6 +130,7 @@ def render(report: Report) -> str:
         out += _figure(plots.scaling(scaling.rows, scaling.title))
     if report.run_time is not None:
         out += ["<h2>Where the run's time went</h2>", _table(report.run_time)]
+        out += [f"<p>{_esc(report.run_time_note)}</p>"] if report.run_time_note else []
     if report.apart:
         out += ["<h2>Not compared</h2>", "<ul>"]
         out += [f"<li>{_esc(item.what)}: {_esc(item.reason)}</li>" for item in report.apart]

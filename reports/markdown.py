@@ -64,6 +64,7 @@ def render(report: Report) -> str:
         out += [f"## Scaling: {scaling.title}", "", _markdown(scaling.table), ""]
     if report.run_time is not None:
         out += ["## Where the run's time went", "", _markdown(report.run_time), ""]
+        out += [report.run_time_note, ""] if report.run_time_note else []
     if report.apart:
         out += ["## Not compared", ""]
         out += [f"- {item.what}: {item.reason}" for item in report.apart]

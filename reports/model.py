@@ -31,6 +31,7 @@ from .tables import (
     memory_notes,
     memory_table,
     problems,
+    run_time_note,
     run_time_table,
     scaled_notes,
     shard_notes,
@@ -76,6 +77,7 @@ class Report:
     apart: tuple[Apart, ...]
     environment: tuple[str, ...]
     column_help: str = COLUMN_HELP
+    run_time_note: str = ""  # what the run-time table's shares are of
     growth: tuple[
         GrowthSection, ...
     ] = ()  # the sweeps of grown runs (scanbench.reports.growth_section)
@@ -130,6 +132,7 @@ def build(runs: Sequence[Run], apart: Sequence[Apart] = (), mixed_versions: bool
         tables=tuple(_with_growth(_table(t, g), growth) for t, g in tables(sized)),
         scaling=tuple(ScalingTable(*parts) for parts in scaling_tables(sized)),
         run_time=None if run_time is None or run_time.empty else run_time,
+        run_time_note="" if frame.empty else run_time_note(frame),
         apart=(*apart, *not_compared),
         environment=tuple(environment_lines(runs)),
         growth=growth,

@@ -541,3 +541,15 @@ def run_time_table(frame: pd.DataFrame) -> pd.DataFrame:
         for stage, seconds in sorted(totals.items(), key=lambda item: -item[1])
     ]
     return pd.DataFrame(rows, columns=["stage", "total", "share", "most in one cell"])
+
+
+def run_time_note(frame: pd.DataFrame) -> str:
+    """What the shares of `run_time_table` are of: the cells' own times summed, which
+    two cells at a time overlap, so a share is not one of the run's wall time."""
+    whole = sum(sum(phases.values()) for phases in frame["phases_s"])
+    return (
+        f"Each stage is summed over the cells' own times ({format_duration(whole)} in all). "
+        "Cells that ran two at a time (see Environment) overlapped, so a share is of that "
+        "sum, not of the run's wall time: sampling and counting stopped the other cell, "
+        "compiling and checking ran beside it."
+    )

@@ -15,7 +15,7 @@ import pytest
 from scanbench.cli.main import main
 from scanbench.reports import html, markdown
 from scanbench.reports.model import build
-from scanbench.reports.tables import format_seconds
+from scanbench.reports.tables import format_duration, format_seconds
 from scanbench.results import Run, load_run
 from tests.support.paths import DATA
 
@@ -81,6 +81,19 @@ def test_markdown_tables_have_backends_columns_and_speedups():
             assert cells[column] == f"{medians['sequential-jax'] / median:.2f}"
     # the counts table: the per-column loop dispatches 202 executables per call
     assert row(text, "sequential-jax", "Where the time goes")[1] == "202"
+
+
+def test_the_run_time_shares_say_they_are_of_the_cells_summed_times():
+    """The run's stages are summed over its cells, which may have run two at a time: the
+    note under the table gives that sum and says a share is not one of the wall time."""
+    run = load_run(TDMA)
+    whole = sum(sum((r.extra.get("phases_s") or {}).values()) for r in run.records)
+    assert whole > 0
+    text = markdown.render(build([run]))
+    section = text.split("## Where the run's time went", 1)[1].split("\n## ", 1)[0]
+    expected = f"summed over the cells' own times ({format_duration(whole)} in all)"
+    assert expected in section and "not of the run's wall time" in section
+    assert expected in "".join(parse(html.render(build([run]))).text)
 
 
 def test_a_scenario_without_a_sequential_backend_has_no_speedup_column():
