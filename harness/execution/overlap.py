@@ -145,18 +145,18 @@ class QuietWatch:
         self.steal[1], self.loads[1] = cpu_times(), load_average()
         self.probes_s += time.perf_counter() - started
 
-    def close(self) -> bool:
+    def close(self) -> Interference | None:
         """The worker's timed samples ended (it still holds the machine): the closing
-        probes now, and nothing watched after. Whether the verdict on them is disturbed
-        (False when they had ended already)."""
+        probes now, and nothing watched after. The verdict on them (None when they had
+        ended already)."""
         if self.closed:
-            return False
+            return None
         self.end()
         self.closed = True
-        return bool(self.assess()["disturbed"])
+        return self.interference()
 
-    def assess(self) -> dict[str, Any]:
-
+    def interference(self) -> Interference:
+        """The verdict on what was watched so far (`scanbench.execution.interference.assess`)."""
         return assess(
             self.probe_before,
             self.probe_after,
@@ -164,7 +164,11 @@ class QuietWatch:
             (self.steal[0], self.steal[1]),
             (self.loads[0], self.loads[1]),
             os.cpu_count() or 1,
-        ).to_json()
+        )
+
+    def assess(self) -> dict[str, Any]:
+        """`interference`, as JSON (a record's ``interference``)."""
+        return self.interference().to_json()
 
 
 def _verdict(watch: QuietWatch) -> bytes:
@@ -174,9 +178,10 @@ def _verdict(watch: QuietWatch) -> bytes:
     (`still_busy`: sampled again, the samples would be disturbed the same way; the
     worker keeps them, judged disturbed as usual, and `scanbench.execution.remeasure`
     adds why they were not measured again)."""
-    if not watch.close():
+    found = watch.close()
+    if found is None or not found.disturbed:
         return ANSWERED
-    return BUSY if still_busy(Interference.from_json(watch.assess())) is not None else DISTURBED
+    return BUSY if still_busy(found) is not None else DISTURBED
 
 
 @dataclasses.dataclass
