@@ -522,14 +522,7 @@ def run_time_table(frame: pd.DataFrame) -> pd.DataFrame:
     stages: loading the scenario, starting JAX, preparing and checking, sampling,
     counting; the runner's: process start-up and exit, interference probes), slowest
     stage first, with the cell that spent the most in it."""
-    totals: dict[str, float] = {}
-    worst: dict[str, tuple[float, str]] = {}
-    for _, row in frame.iterrows():
-        label = f"{row['scenario']}/{row['backend']}/{row['size']}"
-        for stage, seconds in row["phases_s"].items():
-            totals[stage] = totals.get(stage, 0.0) + seconds
-            if seconds > worst.get(stage, (-1.0, ""))[0]:
-                worst[stage] = (seconds, label)
+    totals, worst = _stage_totals(frame)
     whole = sum(totals.values())
     rows = [
         {
@@ -543,10 +536,26 @@ def run_time_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["stage", "total", "share", "most in one cell"])
 
 
+def _stage_totals(
+    frame: pd.DataFrame,
+) -> tuple[dict[str, float], dict[str, tuple[float, str]]]:
+    """Per stage, its seconds summed over the cells, and the cell that spent the most in
+    it (seconds, label)."""
+    totals: dict[str, float] = {}
+    worst: dict[str, tuple[float, str]] = {}
+    for _, row in frame.iterrows():
+        label = f"{row['scenario']}/{row['backend']}/{row['size']}"
+        for stage, seconds in row["phases_s"].items():
+            totals[stage] = totals.get(stage, 0.0) + seconds
+            if seconds > worst.get(stage, (-1.0, ""))[0]:
+                worst[stage] = (seconds, label)
+    return totals, worst
+
+
 def run_time_note(frame: pd.DataFrame) -> str:
     """What the shares of `run_time_table` are of: the cells' own times summed, which
     two cells at a time overlap, so a share is not one of the run's wall time."""
-    whole = sum(sum(phases.values()) for phases in frame["phases_s"])
+    whole = sum(_stage_totals(frame)[0].values())  # the table's shares are of this sum
     return (
         f"Each stage is summed over the cells' own times ({format_duration(whole)} in all). "
         "Cells that ran two at a time (see Environment) overlapped, so a share is of that "
