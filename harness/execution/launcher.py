@@ -264,13 +264,17 @@ def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, A
     return data
 
 
-def collect_environment(timeout_s: float = 300.0, measure: bool = True) -> dict[str, Any]:
+def collect_environment(
+    timeout_s: float = 300.0, measure: bool = True, unit_costs: bool = True
+) -> dict[str, Any]:
     """Environment metadata, the memory bandwidths, unit costs and rates, measured in a
     fresh process; without ``measure``, the metadata only (versions, device, CPU, flags,
-    commit: what a resumed run compares, about 2 s less)."""
+    commit: what a resumed run compares, about 2 s less). Without ``unit_costs``, no unit
+    costs or rates (``overheads``, ``rates``): they price counts, which a run without
+    probes takes none of, and they are about 3.5 s of the 5 s its environment takes."""
     with tempfile.TemporaryDirectory(prefix="scanbench-env-") as tmp:
         out = Path(tmp, "environment.json")
-        mode = "environment" if measure else "facts"
+        mode = "facts" if not measure else "environment" if unit_costs else "machine"
         data, error, _ = _run_worker([mode, str(out)], out, timeout_s)
     if error is not None:
         raise HarnessError(f"could not collect the environment metadata: {error}")

@@ -346,10 +346,11 @@ def run(
         Stopped: on SIGINT/SIGTERM, with what was saved.
     """
     check_outputs(out, other_outputs, force)
-    progress = Progress(out, len(_plan_of(invocation, out).cells))
+    plan = _plan_of(invocation, out)
+    progress = Progress(out, len(plan.cells))
     try:
         with signals_raise():  # a Ctrl-C while the environment is measured: one line too
-            environment = collect_environment()
+            environment = collect_environment(unit_costs=plan.probes)
         return execute(invocation, out, environment, progress=progress, new=True)
     except Interrupted as stop:
         raise Stopped(stop.signum, progress) from None

@@ -609,6 +609,9 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "facts":  # what a resumed run compares, unmeasured
         write_json_atomic(argv[1], collect(measure_bandwidth=False))
         return 0
+    if len(argv) == 2 and argv[0] == "machine":  # a run without probes: no unit costs
+        write_json_atomic(argv[1], collect())
+        return 0
     if len(argv) == 2 and argv[0] == "environment":
         environment = collect()
         with unmeasured():  # the probes time warm calls: their compiles may be cached
@@ -618,7 +621,7 @@ def main(argv: list[str]) -> int:
         return 0
     print(
         "usage: python -m scanbench.execution.worker "
-        "(cell SPEC OUT | profile SPEC DIR OUT | environment OUT | facts OUT)",
+        "(cell SPEC OUT | profile SPEC DIR OUT | environment OUT | machine OUT | facts OUT)",
         file=sys.stderr,
     )
     return 2

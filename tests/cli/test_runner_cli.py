@@ -53,6 +53,9 @@ def test_run_with_failing_cells(tmp_path):
     assert run.environment["memory_bandwidth"]["bytes_per_s"] == dram["bytes_per_s"]
     assert run.environment["memory_bandwidth"]["copy_bytes"] == dram["working_set_bytes"] / 2
     assert run.environment["device_count"] >= 1
+    # a run with probes prices its counts: the unit costs and rates are measured in it
+    assert run.environment["overheads"]["dispatch_queued_s"] > 0
+    assert run.environment["rates"]["numpy_call_s"] > 0
     markdown = md.read_text()
     assert "| good " in markdown and "**wrong** failed: MismatchError" in markdown
     assert "**default-only** skipped" in markdown
@@ -190,3 +193,27 @@ def test_a_resumed_run_compares_the_facts_without_measuring_the_machine():
     facts = collect_environment(measure=False)
     assert set(RESUME_MUST_MATCH) <= set(facts)
     assert not {"overheads", "rates", "memory_levels"} & set(facts)
+
+
+def test_a_run_without_probes_measures_the_machine_but_no_unit_costs(monkeypatch, tmp_path):
+    """Unit costs and rates price counts, which --no-probes takes none of: the run's
+    environment worker measures the memory levels (the reports' limits) and skips them."""
+    from scanbench.execution import runner
+    from scanbench.execution.launcher import collect_environment
+
+    machine = collect_environment(unit_costs=False)
+    assert machine["memory_levels"][-1]["bytes_per_s"] > 0 and machine["memory_bandwidth"]
+    assert not {"overheads", "rates"} & set(machine)
+
+    asked = []
+
+    def environment(**options):
+        asked.append(options)
+        raise KeyboardInterrupt  # stop the run before its cells: only the call is checked
+
+    monkeypatch.setattr(runner, "collect_environment", environment)
+    for flag, unit_costs in ((["--no-probes"], False), ([], True)):
+        argv = ["run", "--scenario-file", TOY, "--backend", "good", "--size", "smoke"]
+        with pytest.raises(KeyboardInterrupt):
+            main([*argv, *flag, "--out", str(tmp_path / f"{unit_costs}.json"), "--quiet"])
+        assert asked.pop() == {"unit_costs": unit_costs}
