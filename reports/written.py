@@ -8,7 +8,6 @@ from pathlib import Path
 from scanbench.results import Run
 from scanbench.safe_files import write_text_atomic
 
-from . import html as html_report
 from . import markdown as markdown_report
 from .comparable import Apart
 from .model import build
@@ -29,5 +28,9 @@ def write_reports(
     if md:
         write_text_atomic(md, markdown)
     if html:
+        # imported here for start-up cost only: the HTML report's plots import matplotlib
+        # (about 0.7 s from cached bytecode), which a markdown-only run never needs
+        from . import html as html_report
+
         write_text_atomic(html, html_report.render(report))
     return markdown

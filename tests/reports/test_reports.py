@@ -17,7 +17,7 @@ from scanbench.reports import html, markdown
 from scanbench.reports.model import build
 from scanbench.reports.tables import format_duration, format_seconds
 from scanbench.results import Run, load_run
-from tests.support.paths import DATA
+from tests.support.paths import DATA, REPO_ROOT
 
 TDMA = DATA / "tdma.json"
 TOY = DATA / "toy-failed.json"
@@ -263,3 +263,22 @@ def test_scaling_section_over_device_counts():
     assert "Scaling over devices: tridiagonal / smoke / float64 / cpu:cpu (run 0)" in images(
         html.render(build([run]))
     )
+
+
+def test_a_markdown_report_alone_does_not_import_the_plots(tmp_path):
+    """matplotlib is the HTML report's (its plots): a run asking for markdown only, as
+    most of the manual's do, does not pay its import."""
+    import sys
+
+    results = REPO_ROOT / "docs" / "results" / "smoke.json"
+    script = (
+        "import sys\n"
+        "from scanbench.reports.written import write_reports\n"
+        "from scanbench.results import load_run\n"
+        f"markdown = write_reports([load_run({str(results)!r})], md={str(tmp_path / 'r.md')!r})\n"
+        "assert '## Where the run' in markdown\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
