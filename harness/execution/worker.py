@@ -609,15 +609,14 @@ def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "facts":  # what a resumed run compares, unmeasured
         write_json_atomic(argv[1], collect(measure_bandwidth=False))
         return 0
-    if len(argv) == 2 and argv[0] == "machine":  # a run without probes: no unit costs
-        write_json_atomic(argv[1], collect())
-        return 0
-    if len(argv) == 2 and argv[0] == "environment":
+    if len(argv) == 2 and argv[0] in ("environment", "machine"):  # machine: no unit costs
         environment = collect()
-        with unmeasured():  # the probes time warm calls: their compiles may be cached
-            rates = measure_rates(environment["platform"])  # arithmetic, a page fault, a call
-            overheads = measure_all()
-        write_json_atomic(argv[1], {**environment, "overheads": overheads, "rates": rates})
+        if argv[0] == "environment":
+            with unmeasured():  # the probes time warm calls: their compiles may be cached
+                # arithmetic, a page fault, a call
+                environment["rates"] = measure_rates(environment["platform"])
+                environment["overheads"] = measure_all()
+        write_json_atomic(argv[1], environment)
         return 0
     print(
         "usage: python -m scanbench.execution.worker "
