@@ -223,6 +223,7 @@ def loop_backend(
     setup: Callable[[Any], Any] | None = None,
     checked: bool = True,
     donate: tuple[int, ...] = (),
+    parallel: bool = False,
 ) -> Backend:
     """A host-driven loop: ``run(prepared)`` calls jitted functions (or another library)
     from Python; it is wrapped to return only when its whole output is ready. The
@@ -239,6 +240,8 @@ def loop_backend(
         checked: False: timed without comparing the output with the reference.
         donate: the positions of the arguments ``run`` donates (`scanbench.api.Backend`);
             ``setup`` must hand each call fresh ones (`scanbench.donation.Donated`).
+        parallel: the loop's work uses every core (a Numba ``prange`` kernel): compared
+            with every core's bound and rate (`scanbench.api.Backend.parallel`).
     """
     return Backend(
         name=name,
@@ -256,6 +259,7 @@ def loop_backend(
         setup=setup,
         checked=checked,
         donate=tuple(donate),
+        parallel=parallel,
     )
 
 

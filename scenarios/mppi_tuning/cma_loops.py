@@ -126,11 +126,17 @@ def _run(prepared: dict[str, Any]) -> TuningResult:
 
 
 def numba_backend(name: str, **kwargs) -> Backend:
-    return loop_backend(name, Strategy.NUMBA, _numba_prepare, _run, engine="numba", **kwargs)
+    # numba_lanes.evaluate_population runs prange over candidates: every core
+    return loop_backend(
+        name, Strategy.NUMBA, _numba_prepare, _run, engine="numba", parallel=True, **kwargs
+    )
 
 
 def numba_scalar_backend(name: str, **kwargs) -> Backend:
-    return loop_backend(name, Strategy.NUMBA, _numba_scalar_prepare, _run, engine="numba", **kwargs)
+    # numba_mppi.evaluate_population runs prange over candidates: every core
+    return loop_backend(
+        name, Strategy.NUMBA, _numba_scalar_prepare, _run, engine="numba", parallel=True, **kwargs
+    )
 
 
 def library_backend(name: str, **kwargs) -> Backend:

@@ -101,4 +101,5 @@ def roofline_backend(name: str) -> Backend:
         layout=_batches,
         warm_inputs=_tiny,
         check=_check,
+        parallel=True,  # prange over batches of lanes
     )
