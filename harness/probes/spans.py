@@ -24,6 +24,9 @@ tuples, tested on synthetic events):
   while the device computes costs nothing the device was not doing anyway; the time the
   device sat idle inside a wait (the wake-up, a wait on a value already computed) is
   what the waits cost, and what the decomposition calls *sync*.
+- **busy by kernel** (``busy_by_op``): the seconds inside each kernel name (CPU thunks,
+  GPU stream events), summed over threads and streams, the `BUSY_OPS` longest: which
+  kernels take the device time, not only how many there are.
 - **host conversions**: ``np.asarray(jax.Array)`` events, one per device array turned into
   host data (``np.array(x)``, ``float(x)``, ``x.item()``...). On CPU they are zero-copy and
   the transfer guard does not log them, so this is the only count of them there.
@@ -53,6 +56,7 @@ HOST_CONVERSION = "np.asarray(jax.Array)"
 # client thread: the program is executing on the intra-op pool, maybe between kernels)
 THUNK_EXECUTOR = ("ThunkExecutor::Execute", "ThunkExecutor::Execute (wait for completion)")
 GPU_PLANE_PREFIX = "/device:GPU:"
+BUSY_OPS = 8  # kernels named in busy_by_op, the longest first
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +73,9 @@ class Spans:
     host_conversions: int
     wait_s: float = 0.0  # inside the code's own waits (their union)
     wait_idle_s: float = 0.0  # of which, with no device busy
+    # which kernels take the device time: seconds inside each kernel name (summed over
+    # threads and streams), the `BUSY_OPS` largest
+    busy_by_op: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -99,6 +106,8 @@ def measure_spans(events: Sequence[TraceEvent], wall_s: float) -> Spans:
     inline: list[tuple[float, float]] = []
     waits: list[tuple[float, float]] = []
     gpu: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    by_op: collections.Counter[str] = collections.Counter()
+    gpu_by_op: collections.Counter[str] = collections.Counter()
     conversions = busy_events = 0
     for event in host:
         span = (event.start_ns * 1e-9, (event.start_ns + event.duration_ns) * 1e-9)
@@ -116,15 +125,18 @@ def measure_spans(events: Sequence[TraceEvent], wall_s: float) -> Spans:
             busy_events += 1
             if is_kernel(event):
                 kernels.append(span)
+                by_op[event.name] += event.duration_ns * 1e-9
     for event in events:
         if event.plane.startswith(GPU_PLANE_PREFIX) and event.line.startswith("Stream #"):
             start = event.start_ns * 1e-9
             gpu[event.plane[len("/device:") :]].append((start, start + event.duration_ns * 1e-9))
+            gpu_by_op[event.name] += event.duration_ns * 1e-9
     if gpu:
         by_device = {device: union_ns(spans) for device, spans in sorted(gpu.items())}
         busy = kernel_busy = max(by_device.values())
         busy_events = 0  # device timestamps: the host profiler's cost is not in them
         busy_spans = [span for spans in gpu.values() for span in spans]
+        by_op = gpu_by_op
     else:
         busy, kernel_busy = union_ns(kernels + executors), union_ns(kernels)
         by_device = {"cpu": busy} if busy else {}
@@ -143,4 +155,5 @@ def measure_spans(events: Sequence[TraceEvent], wall_s: float) -> Spans:
         host_conversions=conversions,
         wait_s=waited,
         wait_idle_s=max(waited - overlapped, 0.0),
+        busy_by_op=dict(by_op.most_common(BUSY_OPS)),
     )

@@ -14,9 +14,15 @@ the process's own accounting gives the numbers the diagnosis compares backends b
   threads (``/proc/self/task/*/schedstat``; None where the kernel keeps none). On a
   machine shared with other programs every thread gets less CPU and *cores* falls below
   what the backend uses alone; a ready time above `CONTENDED` of the wall time marks the
-  figure as measured on a busy machine (``contended``). Ready time is not added to the
-  cores: work that hops between threads makes several threads wait at once although one
-  would run at a time.
+  figure as measured on a busy machine (``contended``) when the machine says so too:
+  ready time alone also counts the wake-up latency of the cell's own pool threads (a
+  program that hands work between threads thousands of times per call gathers 10-20% of
+  its wall time that way on an idle machine), so the CPU time the whole machine spent
+  over the same window (``/proc/stat``: user, system, interrupts and steal of every CPU)
+  less this process's own (``others_s``) must be above `CONTENDED` of a core too. A
+  window shorter than `MACHINE_WINDOW_S` (the kernel counts in ticks of 10 ms) keeps the
+  ready time alone. Ready time is not added to the cores: work that hops between
+  threads makes several threads wait at once although one would run at a time.
 - **minor page faults** per call (``getrusage``): pages the calls touched for the first
   time (a fresh ``mmap`` of an output buffer, a carry zero-filled on every call). glibc
   maps every buffer above its largest mmap threshold (32 MiB) afresh on each allocation,
@@ -35,6 +41,7 @@ host's: the device's work is not in them.
 from __future__ import annotations
 
 import dataclasses
+import os
 import resource
 import time
 from collections.abc import Callable
@@ -43,7 +50,9 @@ from typing import Any
 
 TASKS = Path("/proc/self/task")
 SCHEDSTAT = "schedstat"
+PROC_STAT = Path("/proc/stat")
 CONTENDED = 0.10  # ready-to-run time / wall time from which cores are marked contended
+MACHINE_WINDOW_S = 0.5  # from this window on, the machine's CPU time clears or confirms it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +92,23 @@ def ready_s(root: Path = TASKS) -> float | None:
     return ready * 1e-9 if found else None
 
 
+def machine_busy_s(path: Path = PROC_STAT) -> float | None:
+    """CPU seconds every CPU of the machine spent busy since boot (user, nice, system,
+    irq, softirq, steal of ``/proc/stat``'s first line); None where it cannot be read."""
+    try:
+        fields = path.read_text().split("\n", 1)[0].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+    except (OSError, ValueError):
+        return None
+    return (user + nice + system + irq + softirq + steal) / ticks
+
+
+def _process_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 @dataclasses.dataclass(frozen=True)
 class Usage:
     """What ``calls`` timed calls used (stored as ``record.sampling["usage"]``)."""
@@ -92,6 +118,10 @@ class Usage:
     run_s: float  # CPU time of every thread
     ready_s: float | None  # the threads' time ready to run, waiting for a CPU (None: not kept)
     minor_faults: int
+    # CPU seconds other programs took over the window the ready time covers, and its
+    # length (None: not read, or a window too short for the kernel's ticks)
+    others_s: float | None = None
+    window_s: float | None = None
 
     @property
     def cores(self) -> float | None:
@@ -101,10 +131,15 @@ class Usage:
     @property
     def contended(self) -> bool | None:
         """Whether the threads waited for a CPU for over `CONTENDED` of the wall time
-        (None: not known)."""
+        while other programs took over `CONTENDED` of a core (see the module doc; None:
+        not known)."""
         if self.ready_s is None or self.wall_s <= 0:
             return None
-        return self.ready_s / self.wall_s > CONTENDED
+        if self.ready_s / self.wall_s <= CONTENDED:
+            return False
+        if self.others_s is None or not self.window_s:
+            return True  # the ready time alone
+        return self.others_s / self.window_s > CONTENDED
 
     @property
     def faults_per_call(self) -> float | None:
@@ -133,9 +168,13 @@ class Meter:
         self,
         rusage: Callable[[], tuple[float, float, int]] = _rusage,
         ready: Callable[[], float | None] = ready_s,
+        machine: Callable[[], tuple[float, float | None, float]] | None = None,
     ) -> None:
         self.rusage = rusage
         self.ready = ready
+        # (wall, the machine's busy CPU seconds, this process's): read with the ready time
+        self.machine = machine if machine is not None else _machine_reading
+        self.machine_from: tuple[float, float | None, float] | None = None
         self.started: tuple[float, float, int] | None = None  # before the current call
         self.first = ZERO  # the first sample
         self.window = ZERO  # samples 2..n
@@ -163,6 +202,7 @@ class Meter:
         if count == 1:
             self.first = spent
             self.ready_from = self.ready()
+            self.machine_from = self.machine()
         else:
             self.window = self.window + spent
 
@@ -172,8 +212,10 @@ class Meter:
             spent, calls = self.window, samples - 1
             now = self.ready()
             ready = None if now is None or self.ready_from is None else now - self.ready_from
+            others, window = self._others()
         elif samples == 1:
             spent, calls, ready = self.first, 1, None
+            others = window = None
         else:
             return None
         return Usage(
@@ -182,4 +224,20 @@ class Meter:
             max(spent.run_s, 0.0),
             None if ready is None else max(ready, 0.0),
             max(spent.minor_faults, 0),
+            others,
+            window,
         )
+
+    def _others(self) -> tuple[float | None, float | None]:
+        """Other programs' CPU seconds over the window, and its length (module doc)."""
+        start, end = self.machine_from, self.machine()
+        if start is None or start[1] is None or end[1] is None:
+            return None, None
+        window = end[0] - start[0]
+        if window < MACHINE_WINDOW_S:
+            return None, None
+        return max((end[1] - start[1]) - (end[2] - start[2]), 0.0), window
+
+
+def _machine_reading() -> tuple[float, float | None, float]:
+    return time.perf_counter(), machine_busy_s(), _process_cpu_s()

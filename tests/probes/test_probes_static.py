@@ -368,6 +368,9 @@ def test_device_busy_is_the_executing_time_and_kernel_busy_its_kernels():
     assert spans.inline_busy_s == pytest.approx(50e-9)
     assert spans.host_conversions == 2
     assert (spans.events, spans.busy_events) == (len(events), 5)  # executor + wait, while, 2
+    # which kernels take the time: the two fusions off the dispatching thread, not the
+    # while container, not the inline copy
+    assert spans.busy_by_op == pytest.approx({"fusion": 200e-9})
 
 
 def test_a_wait_costs_only_the_time_the_device_was_idle_inside_it():
@@ -394,5 +397,6 @@ def test_gpu_busy_time_is_read_per_device_plane():
     ]
     spans = measure_spans(events, wall_s=1e-6)
     assert spans.busy_by_device == pytest.approx({"GPU:0": 150e-9, "GPU:1": 300e-9})
+    assert spans.busy_by_op == pytest.approx({"fusion": 400e-9, "MemcpyD2H": 100e-9})
     assert spans.device_busy_s == pytest.approx(300e-9)
     assert spans.busy_events == 0  # device clocks: the host profiler's cost is not in them

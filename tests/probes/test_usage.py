@@ -86,3 +86,34 @@ def test_a_sleeping_call_uses_no_core_and_a_fresh_buffer_faults_its_pages():
     kept = np.zeros(nbytes // 8)
     reused = _measured(lambda _: kept.fill(1.0))
     assert reused.faults_per_call < fresh.faults_per_call / 10, (reused, fresh)
+
+
+def test_ready_time_of_the_cells_own_threads_is_no_busy_machine():
+    """Wake-up latency of the cell's own pool threads counts as ready time on an idle
+    machine: contended only when other programs took CPU time in the same window."""
+    own = Usage(5, 1.0, 1.4, 0.2, 0, others_s=0.02, window_s=2.0)
+    assert own.contended is False
+    shared = Usage(5, 1.0, 1.0, 0.2, 0, others_s=0.8, window_s=2.0)
+    assert shared.contended is True
+    unread = Usage(5, 1.0, 1.0, 0.2, 0)  # no machine reading: the ready time alone
+    assert unread.contended is True
+
+
+def test_the_meter_reads_other_programs_cpu_time_over_its_window():
+    process = FakeProcess()
+    machine = {"busy": 100.0}
+
+    def reading():
+        return process.wall, machine["busy"], process.cpu
+
+    meter = Meter(process.rusage, process.ready, reading)
+    for count in (1, 2, 3):
+        meter.before(None)()
+        process.advance(wall=0.5, cpu=0.7, ready=0.2)  # ready 40% of the wall time
+        machine["busy"] += 0.7 + 0.04  # the process's own CPU, and 0.04 s of others'
+        meter.sampled(count)
+    usage = meter.usage(samples=3)
+    assert usage.others_s == pytest.approx(0.08) and usage.window_s == pytest.approx(1.0)
+    assert usage.contended is False  # 0.08 of a core taken by others: below the line
+    machine["busy"] += 0.5  # another program took half a core-second since
+    assert meter.usage(samples=3).contended is True
