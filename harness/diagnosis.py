@@ -88,6 +88,7 @@ how close to a copy of its level a kernel must be to be at the bound (a copy rea
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from .evidence import (
@@ -98,7 +99,9 @@ from .evidence import (
     not_known,
 )
 from .findings import (
+    EXPLAINS,
     HOST_ENGINES,
+    LOCATED,
     MANY_DISPATCHES,
     SMALL_EXECUTION_S,
     TIE_CONFIDENCE,
@@ -108,6 +111,7 @@ from .findings import (
     Finding,
     Neighbour,
     cores_of,
+    duration,
     facts_of,
     megabytes,
     number,
@@ -196,9 +200,25 @@ def _faster(facts: Facts) -> Finding | None:
         Cost.FASTER,
         None,
         _neighbour_text(first),
-        f"see what {first.name} does differently",
+        _neighbour_fix(first),
         label=_neighbour_label(first),
         neighbour=first,
+    )
+
+
+def _neighbour_fix(neighbour: Neighbour) -> str:
+    """The change that removes the largest measured difference (`scanbench.gap`), and
+    "see what X does differently" only for the share no difference accounts for."""
+    gap = neighbour.gap
+    largest = None if gap is None else gap.largest
+    if gap is None or largest is None:
+        return f"see what {neighbour.name} does differently"
+    rest = 1.0 - gap.explained
+    if rest < MINOR:
+        return largest.fix
+    return (
+        f"{largest.fix}; for the other {percent(rest)} of the gap no measured difference "
+        f"accounts: see what {neighbour.name} does differently"
     )
 
 
@@ -223,17 +243,32 @@ def _neighbour_text(neighbour: Neighbour) -> str:
         text += f"; on {theirs.text()} against this backend's {mine.text()}: {cheaper}"
     elif cores is not None and not (cores[0].measured and cores[1].measured):
         text += "; threads not measured"
+    explained = neighbour.gap is not None and neighbour.gap.largest is not None
     shown = [
         f"{COUNTS_NAMED.get(key, key)} {_count(mine)} vs {_count(theirs)}"
         for key, (mine, theirs) in neighbour.counts.items()
     ]
-    if shown:
+    if shown and not explained:  # an explained gap names its counts with their prices
         text += "; " + "; ".join(shown)
-    elif not neighbour.same_program:
+    elif not shown and not neighbour.same_program:
         text += "; the same counts: its loop or layout"
     if neighbour.caveats:
-        text += "; the ratio may not hold: " + ", ".join(neighbour.caveats)
-    return text + ")"
+        text += "; the ratio may not hold: " + _caveats_text(neighbour.caveats)
+    text += ")"
+    if neighbour.gap is not None:
+        text += ": " + neighbour.gap.text()
+    return text
+
+
+def _caveats_text(caveats: Sequence[str]) -> str:
+    """``both cells were disturbed`` where each side's caveat is the same."""
+    mine = [c.removeprefix("this backend's cell ") for c in caveats if c.startswith("this")]
+    theirs = [c.removeprefix("its cell ") for c in caveats if c.startswith("its cell")]
+    both = [c for c in mine if c in theirs]
+    said = [f"both cells {c.replace('was ', 'were ', 1)}" for c in both]
+    said += [f"this backend's cell {c}" for c in mine if c not in both]
+    said += [f"its cell {c}" for c in theirs if c not in both]
+    return ", ".join(said)
 
 
 def _neighbour_label(neighbour: Neighbour) -> str:
@@ -625,6 +660,14 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
         )
     fired = [finding for rule in RULES if (finding := rule(facts)) is not None]
     neighbours = _neighbours(facts)
+    backed = _backed(fired, neighbours)
+    if backed is not None:  # a located cause explains the gap: it leads, the neighbour backs it
+        timed = sorted(
+            (f for f in fired if f.share is not None and not f.estimate and f.cost != backed.cost),
+            key=lambda f: -(f.share or 0.0),
+        )
+        rest = [f for f in fired if f not in timed and f.cost != backed.cost]
+        return (backed, *neighbours[1:], *timed, *rest)
     overheads = [
         f
         for f in fired
@@ -633,10 +676,14 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
     limit = _near_limit(facts)
     if limit is not None and not overheads and not neighbours:
         return (limit, *(f for f in fired if f.cost != Cost.MEMORY))  # the limit, said once
+    unknown = _the_rest(facts)
     timed = sorted(
         (f for f in fired if f.share is not None and not f.estimate),
         key=lambda f: -(f.share or 0.0),
     )
+    leading = timed and (timed[0].share or 0.0) >= DOMINANT
+    if leading and unknown.cost == Cost.UNEXPLAINED and (unknown.share or 0.0) > timed[0].share:
+        timed = [unknown, *timed]  # a priced share never hides a larger unexplained one
     rest = [f for f in fired if f not in timed]
     if timed and (timed[0].share or 0.0) >= DOMINANT:
         if timed[0].cost not in WORK:  # an overhead, not how XLA compiled
@@ -644,10 +691,31 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
         return (timed[0], *neighbours, *timed[1:], *rest)
     if untimed(facts) and rest:  # counts alone: the overheads present, by rule
         return (*neighbours, *rest)
-    unknown = _the_rest(facts)
+    timed = [f for f in timed if f is not unknown]
     if neighbours and unknown.cost == Cost.UNKNOWN:  # the neighbour is what is known
         return (*neighbours, *timed, *rest)
     return (*neighbours, unknown, *timed, *rest)
+
+
+def _backed(fired: Sequence[Finding], neighbours: Sequence[Finding]) -> Finding | None:
+    """The located cause (dispatches, transfers, waits, compilations) whose difference
+    accounts for at least `EXPLAINS` of the gap to the first faster backend, as the
+    lead, with that backend as its evidence; None otherwise."""
+    first = neighbours[0].neighbour if neighbours else None
+    largest = None if first is None or first.gap is None else first.gap.largest
+    if largest is None or not largest.located or largest.share < EXPLAINS:
+        return None
+    cost = LOCATED[largest.mechanism]
+    found = next((f for f in fired if f.cost == cost), None)
+    if found is None:
+        return None
+    backing = (
+        f"; {first.name} does the same work {first.ratio:.2f}x faster in this run "
+        f"({first.interval()}), and this difference accounts for "
+        f"{duration(largest.share * first.gap.seconds)} of the {duration(first.gap.seconds)} "
+        "gap per call"
+    )
+    return dataclasses.replace(found, evidence=found.evidence + backing, neighbour=first)
 
 
 def _neighbours(facts: Facts) -> list[Finding]:

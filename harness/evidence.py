@@ -30,6 +30,7 @@ from .findings import (
     Cost,
     Facts,
     Finding,
+    duration,
     megabytes,
     number,
     percent,
@@ -54,10 +55,6 @@ def flops_text(flops: float) -> str:
         if flops >= scale:
             return f"{flops / scale:,.3g} {unit}"
     return f"{flops:,.0f} FLOP"
-
-
-def duration(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
 
 
 def operations(facts: Facts) -> tuple[float, str] | None:
@@ -186,6 +183,8 @@ def loop_of(facts: Facts) -> tuple[float, str] | None:
     if facts.engine not in HOST_ENGINES and number(facts.per_call, "dispatches") > 0:
         return None  # a function that is not jitted but calls JAX: its dispatches say it
     line = hottest[0]
+    if str(line.get("where", "")).startswith("<"):
+        return None  # generated code (Numba's `<string>`): compiled code, not a Python loop
     code = str(line.get("code", ""))
     code = code if len(code) <= 60 else code[:57] + "..."
     return float(line["count"]), f"{line.get('where')}: `{code}`"

@@ -77,6 +77,72 @@ class Cores:
         return count + (" (measured on a busy machine)" if self.contended else "")
 
 
+EXPLAINS = 0.5  # a difference that takes this share of the gap explains it
+NAMED = 3  # differences named in a sentence, the largest first
+# the causes the probes locate, and the overhead rule whose finding names them
+LOCATED = {
+    "dispatches": Cost.DISPATCH,
+    "transfers": Cost.TRANSFER,
+    "waits": Cost.SYNC,
+    "compilations": Cost.RECOMPILE,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """One measured difference between a cell and its faster neighbour, priced.
+
+    Attributes:
+        mechanism: what differs (`LOCATED` keys, ``kernels``, ``fresh memory``,
+            ``arithmetic``, ``host loop``, ``cores``).
+        seconds: what it costs this cell per call more than the neighbour, as priced.
+        share: the share of the gap it is given (at most what the larger ones left).
+        text: the counts and the price.
+        fix: the change that removes it.
+    """
+
+    mechanism: str
+    seconds: float
+    share: float
+    text: str
+    fix: str
+
+    @property
+    def located(self) -> bool:
+        return self.mechanism in LOCATED
+
+
+@dataclasses.dataclass(frozen=True)
+class Gap:
+    """The gap per call to a faster neighbour and what accounts for it."""
+
+    seconds: float
+    differences: tuple[Difference, ...]
+    where: str = ""  # where the unexplained time is, when the trace says (device time)
+
+    @property
+    def explained(self) -> float:
+        """The share of the gap the named differences account for (at most 1)."""
+        return min(sum(d.share for d in self.differences), 1.0)
+
+    @property
+    def largest(self) -> Difference | None:
+        return self.differences[0] if self.differences else None
+
+    def text(self) -> str:
+        """``of the 4.1 ms gap per call: 1,110 vs 3 kernels ... = 2.0 ms (49%); ...``."""
+        where = f"; {self.where}" if self.where and self.explained < EXPLAINS else ""
+        if not self.differences:
+            return (
+                f"no measured difference accounts for the {duration(self.seconds)} gap per "
+                f"call{where}"
+            )
+        parts = [
+            f"{d.text} = {duration(d.seconds)} ({d.share:.0%})" for d in self.differences[:NAMED]
+        ]
+        return f"of the {duration(self.seconds)} gap per call: " + "; ".join(parts) + where
+
+
 @dataclasses.dataclass(frozen=True)
 class Neighbour:
     """Another backend of the same table, compared with this one on their samples.
@@ -92,6 +158,7 @@ class Neighbour:
             on part of the work and scaled (``this backend's cell was disturbed``).
         ranged: ``low, high`` are the ratio of the two cells' sample ranges, not an
             interval: a side had too few samples for an exact interval of its median.
+        gap: the measured differences that account for the gap (`scanbench.gap`).
     """
 
     name: str
@@ -105,6 +172,7 @@ class Neighbour:
     same_program: bool = False
     caveats: tuple[str, ...] = ()
     ranged: bool = False
+    gap: Gap | None = None
 
     @property
     def per_core(self) -> float | None:
@@ -149,6 +217,7 @@ class Facts:
     rates: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # environment.rates
     bound_bytes_per_s: float | None = None  # the copy bandwidth x_bandwidth is against
     python: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.python
+    spans: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.spans
     reference: bool = False  # the scenario's roofline kernel: not diagnosed
     # the same loop without the waits in the same table, for a loop with waits
     without_waits: Neighbour | None = None
@@ -189,6 +258,7 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         faults_per_call=usage.get("faults_per_call"),
         rates=dict(environment.get("rates") or {}),
         python=dict(record.counts.section("python")),
+        spans=dict(record.counts.spans),
         reference=record.strategy == "roofline",
     )
 
@@ -202,6 +272,10 @@ def percent(fraction: float) -> str:
     """A share of the median (at most 100%: a part measured in the slower counted call
     can exceed the median it is divided by)."""
     return f"{min(fraction, 1.0):.0%}"
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
 
 
 def megabytes(count: float) -> str:

@@ -88,6 +88,7 @@ from scanbench.diagnosis import (
     facts_of,
     summary,
 )
+from scanbench.gap import explain
 from scanbench.gathered import environment_of, kind_label, kinds, shard_of
 from scanbench.results import Run
 from scanbench.statistics import median_bound_indices, ratio_interval
@@ -323,20 +324,24 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     ).transform("min")
     intervals = _Intervals(frame)
     frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median, intervals)
-    faster = _faster_neighbours(frame, ok_median, intervals)
-    without_waits = _without_waits(frame, ok_median, intervals)
-    frame["findings"] = [
-        _findings(facts, x_bw, x_roof, level, bandwidth, neighbours, waits)
-        for facts, x_bw, x_roof, level, bandwidth, neighbours, waits in zip(
+    limited = [
+        _limited(facts, x_bw, x_roof, level, bandwidth)
+        for facts, x_bw, x_roof, level, bandwidth in zip(
             frame["_facts"],
             frame["x_bandwidth"],
             frame["x_roofline"],
             frame["bound_level"],
             frame["bound_bytes_per_s"],
-            faster,
-            without_waits,
             strict=True,
         )
+    ]
+    faster = _faster_neighbours(frame, ok_median, intervals, limited)
+    without_waits = _without_waits(frame, ok_median, intervals)
+    frame["findings"] = [
+        ()
+        if facts is None
+        else diagnose(dataclasses.replace(facts, faster=tuple(neighbours), without_waits=waits))
+        for facts, neighbours, waits in zip(limited, faster, without_waits, strict=True)
     ]
     frame["diagnosis"] = [summary(findings) for findings in frame["findings"]]
     return frame.drop(columns="_facts")
@@ -437,7 +442,11 @@ def _exact(count: int) -> bool:
 
 
 def _neighbour(
-    frame: pd.DataFrame, index: Any, other: Any, intervals: _Intervals
+    frame: pd.DataFrame,
+    index: Any,
+    other: Any,
+    intervals: _Intervals,
+    limited: Sequence[Facts | None],
 ) -> Neighbour | None:
     """``other`` as a faster neighbour of ``index``: at least `FASTER_BY` x faster by the
     medians and the interval of the ratio of their samples excluding a tie; else None."""
@@ -447,6 +456,9 @@ def _neighbour(
     ratio, low, high = interval
     if ratio < FASTER_BY or not low > 1.0:
         return None
+    mine = limited[frame.index.get_loc(index)]
+    theirs = limited[frame.index.get_loc(other)]
+    gap = None if mine is None or theirs is None else explain(mine, theirs, CORES_DIFFER)
     return Neighbour(
         str(frame.at[other, "backend"]),
         ratio,
@@ -457,6 +469,7 @@ def _neighbour(
         _same_program(frame, index, other),
         _caveats(frame, index, other),
         intervals.ranged(index, other),
+        gap,
     )
 
 
@@ -476,7 +489,12 @@ def _caveats(frame: pd.DataFrame, index: Any, other: Any) -> tuple[str, ...]:
 NEIGHBOURS = 2  # faster backends named per cell: the first leads, the other is an "also"
 
 
-def _faster_neighbours(frame: pd.DataFrame, ok_median: pd.Series, intervals: _Intervals) -> list:
+def _faster_neighbours(
+    frame: pd.DataFrame,
+    ok_median: pd.Series,
+    intervals: _Intervals,
+    limited: Sequence[Facts | None],
+) -> list:
     """Per row, the faster backends of its table (same run) to name, in order (see
     `scanbench.diagnosis`): the same program with other XLA flags; the fastest on at
     most as many cores (always named); else the fastest on more cores. Each is at least
@@ -498,7 +516,7 @@ def _faster_neighbours(frame: pd.DataFrame, ok_median: pd.Series, intervals: _In
                 for other in pool:  # fastest first
                     if other in named:
                         continue
-                    neighbour = _neighbour(frame, index, other, intervals)
+                    neighbour = _neighbour(frame, index, other, intervals, limited)
                     if neighbour is not None:
                         chosen.append(neighbour)
                         named.append(other)
@@ -568,28 +586,18 @@ def _bound(
     }
 
 
-def _findings(
-    facts: Facts | None,
-    x_bandwidth: float,
-    x_roofline: float,
-    level,
-    bandwidth,
-    faster: tuple,
-    without_waits: Neighbour | None,
-) -> tuple:
-    """The cell's findings (`scanbench.diagnosis.diagnose`), the dominant first; () for a
-    cell that was not counted and timed."""
+def _limited(facts: Facts | None, x_bandwidth, x_roofline, level, bandwidth) -> Facts | None:
+    """A cell's facts with the limits of its table row (what `diagnose` and the gap to a
+    neighbour read); None for a cell that was not counted and timed."""
     if facts is None:
-        return ()
-    limits = {
-        "x_bandwidth": None if pd.isna(x_bandwidth) else float(x_bandwidth),
-        "x_roofline": None if pd.isna(x_roofline) else float(x_roofline),
-        "bound_level": None if level is None or pd.isna(level) else str(level),
-        "bound_bytes_per_s": None if bandwidth is None or pd.isna(bandwidth) else float(bandwidth),
-        "faster": tuple(faster),
-        "without_waits": without_waits,
-    }
-    return diagnose(dataclasses.replace(facts, **limits))
+        return None
+    return dataclasses.replace(
+        facts,
+        x_bandwidth=None if pd.isna(x_bandwidth) else float(x_bandwidth),
+        x_roofline=None if pd.isna(x_roofline) else float(x_roofline),
+        bound_level=None if level is None or pd.isna(level) else str(level),
+        bound_bytes_per_s=None if bandwidth is None or pd.isna(bandwidth) else float(bandwidth),
+    )
 
 
 def _fastest_and_ties(

@@ -1,0 +1,346 @@
+"""Why a faster neighbour is faster: the measured differences that account for the gap.
+
+When another backend of the same table does the same work faster (`scanbench.findings.
+Neighbour`), the gap per call is ``this median - its median``. Each difference between
+the two cells that the run measured is priced with the run's own unit costs, and its
+seconds are given as a share of the gap, the largest first:
+
+- **dispatches**, **transfers** (H2D transfers and host conversions), **waits** and
+  **compilations**: the parts of the two decompositions (`scanbench.decomposition`:
+  counts x unit costs, the waits' device-idle time, the measured compile time); they do
+  not overlap one another, and they are the causes the probes *locate* (by function).
+- **kernels**: the kernels executed per call x the measured cost of one launch (the
+  decomposition's launch part), with each compiled loop described by its trip count and
+  kernels per iteration (static HLO).
+- **fresh memory**: the page faults per call on fresh memory x the run's price of one
+  base-page fault (only a price of that kind: a mixed-page price overstates a base page
+  4-5x), divided over the cores the cell used (the faults of two threads are taken at
+  once; an assumption, said), plus the extra XLA temporaries written and read once at
+  the copy bandwidth of the cell's memory bound (a floor). The fix is chosen by where
+  the cell's fresh bytes come from (its output, XLA's copies, other temporaries).
+- **bytes moved**: the bytes XLA's cost analysis counts the program accessing per call
+  (every op's operands and outputs, loops included; cached operands too) above the
+  neighbour's, at the copy bandwidth of the cell's memory bound (both JAX cells; the
+  extra temporaries are then in it, not priced again).
+- **arithmetic**: XLA's operation count (loops included) above the neighbour's, at the
+  run's measured arithmetic rate on the cell's cores (both JAX cells).
+- **host loop**: host code's Python loop iterations per call above the neighbour's x the
+  measured cost of a minimal library call (a floor).
+- **cores**: a neighbour measured on more cores (`scanbench.diagnosis.CORES_DIFFER` or
+  more): the part of the gap that spreading this cell's core time over its cores would
+  remove, ``median x (1 - mine / theirs)``.
+
+Shares never sum past 100%: the differences are taken largest first and each is given
+at most what the gap has left (priced apart, the parts of memory and arithmetic overlap
+the device time). What no difference accounts for is said with its share, and, where
+both traced calls are reliable, where that time is: the device time of both per call and
+the kernels that take this cell's (``spans.busy_by_op``). Nothing here
+is a label by elimination: a difference is named only with its counts and its price.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from .evidence import arithmetic, loop_of, operations
+from .findings import Difference, Facts, Gap, duration, megabytes, number, reliable
+
+BASE_PAGE = "base page"  # the only fault price the faults are multiplied by
+SMALLEST = 0.05  # a difference under this share of the gap is not named
+
+
+def _part(facts: Facts, name: str) -> float:
+    return number(facts.decomposition, f"{name}_s")
+
+
+def _loops(facts: Facts) -> str:
+    """``2 loops (100 iterations x 7 kernels, 100 x 4)``; ``no loop`` or "" (not known)."""
+    executables = (facts.static.get("executables") or {}).values()
+    loops = [loop for info in executables for loop in info.get("loops") or ()]
+    if not facts.static.get("available"):
+        return ""
+    if not loops:
+        return "no compiled loop"
+    shown = []
+    for index, loop in enumerate(loops[:3]):
+        trip, body = loop.get("trip_count"), loop.get("body_kernels", 0)
+        if loop.get("cpu_native"):
+            shown.append(f"{trip or '?'} iterations in one native kernel")
+        elif index == 0:
+            shown.append(f"{trip or '?'} iterations x {body} kernels")
+        else:
+            shown.append(f"{trip or '?'} x {body}")
+    more = f" and {len(loops) - 3} more" if len(loops) > 3 else ""
+    return f"{len(loops)} loop{'s' * (len(loops) > 1)} ({', '.join(shown)}{more})"
+
+
+def _kernels(mine: Facts, theirs: Facts) -> Difference | None:
+    seconds = _part(mine, "launch") - _part(theirs, "launch")
+    if seconds <= 0:
+        return None
+    a, b = number(mine.per_call, "kernels"), number(theirs.per_call, "kernels")
+    cost = mine.costs.get("kernel_launch_s") or 0.0
+    shapes = [_loops(mine), _loops(theirs)]
+    # the loops' shapes only where they tell the two programs apart
+    shape = f" ({shapes[0]} vs {shapes[1]})" if all(shapes) and shapes[0] != shapes[1] else ""
+    return Difference(
+        "kernels",
+        seconds,
+        0.0,
+        f"{a:,.0f} vs {b:,.0f} kernels per call{shape}, x {cost * 1e9:,.0f} ns a launch",
+        "fewer kernels per iteration: fuse the loop body, unroll the scan, or move the "
+        "loop's work into one batched call",
+    )
+
+
+def _origin(facts: Facts) -> tuple[str, str]:
+    """Where a cell's fresh bytes come from, and the fix that removes them: its output,
+    XLA's copies, or other XLA temporaries (the compiled program's buffer assignment)."""
+    memory = facts.memory
+    output = float(memory.get("output_bytes") or 0)
+    temporaries = list(memory.get("temporaries") or ())
+    copies = sum(
+        float(t.get("bytes", 0))
+        for t in temporaries
+        if t.get("opcode") == "copy" or "copy" in str(t.get("instruction", "")).split("_")
+    )
+    other = max(float(memory.get("temp_bytes") or 0) - copies, 0.0)
+    origins = {
+        "output": (
+            output,
+            f"its {megabytes(output)} output, fresh on every call",
+            "allocate the output once and donate it (or keep it between calls)",
+        ),
+        "copies": (
+            copies,
+            f"XLA's copies ({megabytes(copies)})",
+            "avoid the copies: pass the inputs in the layout the program reads, and donate "
+            "the inputs the program may overwrite",
+        ),
+        "temporaries": (
+            other,
+            f"XLA temporaries ({megabytes(other)})",
+            "keep per-step results out of the scan's stacked outputs (block the work so "
+            "the temporaries stay small)",
+        ),
+    }
+    name = max(origins, key=lambda key: origins[key][0])
+    return origins[name][1], origins[name][2]
+
+
+def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
+    """Fresh-page faults at a base page's price, over the cell's cores, and the extra
+    temporaries' traffic at the bound's copy bandwidth (see the module doc)."""
+    said, seconds = [], 0.0
+    price = mine.rates.get("fault_s") if mine.rates.get("fault_kind") == BASE_PAGE else None
+    faults = (mine.faults_per_call or 0.0) - (theirs.faults_per_call or 0.0)
+    if price and faults >= 1:
+        cores = max(mine.cores.count if mine.cores else 1.0, 1.0)
+        seconds += faults * price / cores
+        over = f" over {cores:.1f} cores" if cores >= 1.5 else ""
+        said.append(
+            f"{mine.faults_per_call or 0:,.0f} vs {theirs.faults_per_call or 0:,.0f} "
+            f"fresh-page faults per call x {price * 1e6:.2g} us (a base page's){over}"
+        )
+    temp_mine = float(mine.memory.get("temp_bytes") or 0)
+    temp_theirs = float(theirs.memory.get("temp_bytes") or 0)
+    bandwidth = mine.bound_bytes_per_s
+    extra = temp_mine - temp_theirs
+    if bandwidth and extra >= 2**20 and _accessed(mine) is None:  # else priced as bytes moved
+        seconds += extra / bandwidth
+        said.append(
+            f"XLA temporaries {megabytes(temp_mine)} vs {megabytes(temp_theirs)}, written and "
+            f"read once at {bandwidth / 1e9:,.3g} GB/s (a floor)"
+        )
+    if seconds <= 0:
+        return None
+    where, fix = _origin(mine)
+    return Difference("fresh memory", seconds, 0.0, "; ".join(said) + f" (most: {where})", fix)
+
+
+def _accessed(facts: Facts) -> float | None:
+    """Bytes XLA's cost analysis counts the program accessing per call (loops included)."""
+    static = facts.static
+    if facts.engine != "jax" or not static.get("available"):
+        return None
+    value = static.get("bytes_accessed")
+    return float(value) if value else None
+
+
+def _bytes_moved(mine: Facts, theirs: Facts) -> Difference | None:
+    """The bytes XLA's programs access per call above the neighbour's, at the copy
+    bandwidth of the cell's memory bound (both JAX cells): every op's operands and
+    outputs, so bytes a cache serves are in it too, said as such."""
+    a, b, bandwidth = _accessed(mine), _accessed(theirs), mine.bound_bytes_per_s
+    if a is None or b is None or not bandwidth or a - b < 2**20 or a / b < 1.1:
+        return None
+    level = f" ({mine.bound_level})" if mine.bound_level else ""
+    return Difference(
+        "bytes moved",
+        (a - b) / bandwidth,
+        0.0,
+        f"XLA's program accesses {a / 1e9:,.3g} GB vs {b / 1e9:,.3g} GB per call (cost analysis: "
+        f"every op's operands and outputs, cached ones too) at the copy bandwidth{level}, "
+        f"{bandwidth / 1e9:,.3g} GB/s",
+        "move fewer bytes per call: fuse the passes, keep per-step results out of the "
+        "scan's stacked outputs, block the work so each block stays in cache",
+    )
+
+
+def _arithmetic(mine: Facts, theirs: Facts) -> Difference | None:
+    if mine.engine != "jax" or theirs.engine != "jax":
+        return None
+    counted, other, priced = operations(mine), operations(theirs), arithmetic(mine)
+    if counted is None or other is None or priced is None or other[0] <= 0:
+        return None
+    extra = counted[0] - other[0]
+    if extra <= 0 or counted[0] / other[0] < 1.1:
+        return None
+    seconds = priced.seconds * extra / counted[0]
+    return Difference(
+        "arithmetic",
+        seconds,
+        0.0,
+        f"XLA's program runs {counted[0] / other[0]:.2f}x the operations of the neighbour's "
+        "(cost analysis, loops included) at the measured FMA rate",
+        "fewer operations: the neighbour's formulation of the same work does less",
+    )
+
+
+def _host_loop(mine: Facts, theirs: Facts) -> Difference | None:
+    loop, call = loop_of(mine), mine.rates.get("numpy_call_s")
+    if loop is None or not call:
+        return None
+    other = loop_of(theirs)
+    extra = loop[0] - (other[0] if other is not None else 0.0)
+    if extra < 2:
+        return None
+    return Difference(
+        "host loop",
+        extra * call,
+        0.0,
+        f"a Python loop of {loop[0]:,.0f} iterations per call ({loop[1]}) x {call * 1e6:.2g} us "
+        "of a minimal library call (a floor)",
+        "call the library once over the batch (a batched routine, jax.vmap or lax.scan)",
+    )
+
+
+def _cores(mine: Facts, theirs: Facts, differ: float) -> Difference | None:
+    if mine.cores is None or theirs.cores is None or not mine.median_s:
+        return None
+    a, b = mine.cores.count, theirs.cores.count
+    if b - a < differ or b <= 0:
+        return None
+    return Difference(
+        "cores",
+        mine.median_s * (1 - a / b),
+        0.0,
+        f"it ran on {theirs.cores.text()} against {mine.cores.text()}",
+        "use every core: prange, or shard the batch over devices (`sharded`)",
+    )
+
+
+OVERHEADS: Mapping[str, tuple[str, str]] = {  # decomposition part: (counts text, fix)
+    "dispatch": (
+        "dispatches",
+        "move the loop into lax.scan or vmap (one dispatch per call)",
+    ),
+    "transfer": (
+        "transfers",
+        "keep values on the device inside the loop: no np.array(x), float(x) or Python "
+        "scalars per step",
+    ),
+    "sync": ("waits", "wait once, after the loop (no block_until_ready per step)"),
+    "compile": (
+        "compilations",
+        "jit the function once, outside the loop; keep shapes and static arguments fixed",
+    ),
+}
+
+
+def _overhead_text(name: str, mine: Facts, theirs: Facts) -> str:
+    pairs = {
+        "dispatch": [("dispatches", "dispatches")],
+        "transfer": [("h2d", "H2D transfers"), ("host_conversions", "host conversions")],
+        "sync": [("waits", "waits")],
+        "compile": [("compiles", "compilations")],
+    }[name]
+    shown = [
+        f"{number(mine.per_call, key):,.0f} vs {number(theirs.per_call, key):,.0f} {label}"
+        for key, label in pairs
+        if number(mine.per_call, key) != number(theirs.per_call, key)
+    ]
+    where = ""
+    if name == "transfer":
+        callers = mine.conversions.get("by_function") or {}
+        if callers:
+            top = max(callers.items(), key=lambda item: item[1])
+            where = f" (in {top[0]} {top[1]:g})"
+    cost = mine.costs.get("dispatch_queued_s") if name == "dispatch" else None
+    each = f" x {cost * 1e6:.1f} us" if cost else ""
+    return (", ".join(shown) or f"{name} time") + " per call" + where + each
+
+
+def _overheads(mine: Facts, theirs: Facts) -> list[Difference]:
+    found = []
+    for name, (mechanism, fix) in OVERHEADS.items():
+        seconds = _part(mine, name) - _part(theirs, name)
+        if seconds > 0:
+            found.append(
+                Difference(mechanism, seconds, 0.0, _overhead_text(name, mine, theirs), fix)
+            )
+    return found
+
+
+def explain(mine: Facts, theirs: Facts, differ: float) -> Gap | None:
+    """What accounts for the gap between ``mine`` and its faster neighbour ``theirs``
+    (see the module doc); None without both medians."""
+    if not mine.median_s or not theirs.median_s or mine.median_s <= theirs.median_s:
+        return None
+    gap = mine.median_s - theirs.median_s
+    priced: list[Difference] = [
+        *_overheads(mine, theirs),
+        *(
+            d
+            for d in (
+                _kernels(mine, theirs),
+                _fresh_memory(mine, theirs),
+                _bytes_moved(mine, theirs),
+                _arithmetic(mine, theirs),
+                _host_loop(mine, theirs),
+                _cores(mine, theirs, differ),
+            )
+            if d is not None
+        ),
+    ]
+    return Gap(gap, _shared_out(priced, gap), _device_location(mine, theirs))
+
+
+def _device_location(mine: Facts, theirs: Facts) -> str:
+    """Where the gap's time is when the trace says: device time per call of both, and
+    the kernels that take this cell's (``busy_by_op``, runs that stored it)."""
+    a, b = mine.decomposition.get("device_s"), theirs.decomposition.get("device_s")
+    if a is None or b is None or a <= b or not (reliable(mine) and reliable(theirs)):
+        return ""
+    text = f"device time {duration(a)} vs {duration(b)} per call (traced)"
+    by_op = dict((mine.spans or {}).get("busy_by_op") or {})
+    if by_op:
+        total = sum(by_op.values()) or 1.0
+        top = sorted(by_op.items(), key=lambda item: -item[1])[:3]
+        text += "; its longest kernels: " + ", ".join(
+            f"{name} {seconds / total:.0%}" for name, seconds in top
+        )
+    return text
+
+
+def _shared_out(priced: Sequence[Difference], gap: float) -> tuple[Difference, ...]:
+    """Largest first, each given at most what the gap has left; the small ones dropped."""
+    left, named = 1.0, []
+    for difference in sorted(priced, key=lambda d: -d.seconds):
+        share = min(difference.seconds / gap, left)
+        if share < SMALLEST:
+            continue
+        left -= share
+        named.append(dataclasses.replace(difference, share=share))
+    return tuple(named)

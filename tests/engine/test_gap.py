@@ -1,0 +1,150 @@
+"""Why a faster neighbour is faster (`scanbench.gap`): measured differences, priced.
+
+Synthetic facts of known composition: every difference's seconds follow from the counts
+and unit costs given here, so the shares are known exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from scanbench.diagnosis import Cores, Cost, Facts, Neighbour, diagnose, summary
+from scanbench.gap import explain
+
+COSTS = {"dispatch_queued_s": 10e-6, "kernel_launch_s": 50e-9}
+RATES = {"fault_s": 2e-6, "fault_kind": "base page", "numpy_call_s": 1e-6}
+
+
+def _facts(median, *, dispatch_s=0.0, transfer_s=0.0, launch_s=0.0, **per_call) -> Facts:
+    return Facts(
+        median_s=median,
+        per_call={"dispatches": 1, "kernels": 3, **per_call},
+        decomposition={
+            "dispatch_s": dispatch_s,
+            "transfer_s": transfer_s,
+            "launch_s": launch_s,
+            "sync_s": 0.0,
+            "compile_s": 0.0,
+            "dispatch_fraction": dispatch_s / median,
+            "transfer_fraction": transfer_s / median,
+            "transfer_low_fraction": transfer_s / median,
+            "transfer_high_fraction": transfer_s / median,
+            "device_fraction": 0.1,
+            "host_fraction": 0.0,
+            "reliable": True,
+        },
+        costs=COSTS,
+        rates=RATES,
+        cores=Cores(1.0, True),
+    )
+
+
+def test_the_gap_is_shared_out_by_priced_differences_largest_first():
+    loop = _facts(10e-3, dispatch_s=6e-3, transfer_s=1e-3, dispatches=600, h2d=100)
+    batched = _facts(2e-3, dispatch_s=10e-6)
+    gap = explain(loop, batched, differ=0.5)
+    assert gap.seconds == pytest.approx(8e-3)
+    first, second = gap.differences
+    assert first.mechanism == "dispatches" and first.located
+    assert first.share == pytest.approx((6e-3 - 10e-6) / 8e-3)
+    assert second.mechanism == "transfers" and second.share == pytest.approx(1e-3 / 8e-3)
+    assert "600 vs 1 dispatches per call x 10.0 us" in first.text
+    assert gap.explained == pytest.approx(first.share + second.share)
+
+
+def test_shares_never_sum_past_the_whole_gap():
+    mine = _facts(3e-3, dispatch_s=2.5e-3, transfer_s=2e-3, dispatches=250, h2d=20)
+    gap = explain(mine, _facts(1e-3), differ=0.5)
+    assert [d.mechanism for d in gap.differences] == ["dispatches"]  # it takes the whole gap
+    assert sum(d.share for d in gap.differences) <= 1.0
+    assert gap.differences[0].share == 1.0
+
+
+def test_faults_are_priced_only_at_a_base_pages_price_and_over_the_cells_cores():
+    mine = dataclasses.replace(
+        _facts(10e-3),
+        faults_per_call=2000,
+        cores=Cores(2.0, True),
+        memory={"output_bytes": 8e6, "temp_bytes": 1e6, "temporaries": []},
+    )
+    fresh = explain(mine, _facts(5e-3), differ=0.5).largest
+    assert fresh.mechanism == "fresh memory"
+    assert fresh.seconds == pytest.approx(2000 * 2e-6 / 2.0)  # two cores fault at once
+    assert "output" in fresh.text and fresh.fix.startswith("allocate the output once")
+    mixed = dataclasses.replace(mine, rates={**RATES, "fault_kind": None})
+    assert explain(mixed, _facts(5e-3), differ=0.5).largest is None  # no price of that kind
+
+
+def test_the_fix_follows_where_the_fresh_pages_come_from():
+    copies = dataclasses.replace(
+        _facts(10e-3),
+        faults_per_call=1000,
+        memory={
+            "output_bytes": 1e6,
+            "temp_bytes": 2.4e8,
+            "temporaries": [
+                {"instruction": "copy.12", "opcode": "copy", "bytes": 1.2e8},
+                {"instruction": "bitcast_copy_fusion", "opcode": "fusion", "bytes": 1.2e8},
+            ],
+        },
+    )
+    fresh = explain(copies, _facts(5e-3), differ=0.5).largest
+    assert "XLA's copies" in fresh.text and fresh.fix.startswith("avoid the copies")
+
+
+def test_a_neighbour_on_more_cores_accounts_for_the_core_time():
+    mine = _facts(10e-3)
+    wide = dataclasses.replace(_facts(5e-3), cores=Cores(2.0, True))
+    gap = explain(mine, wide, differ=0.5)
+    assert gap.largest.mechanism == "cores"
+    assert gap.largest.seconds == pytest.approx(10e-3 * (1 - 1.0 / 2.0))
+    assert gap.explained == pytest.approx(1.0)
+
+
+def _neighbour_of(mine: Facts, theirs: Facts, name: str = "vmap") -> Neighbour:
+    ratio = mine.median_s / theirs.median_s
+    return Neighbour(name, ratio, ratio * 0.95, ratio * 1.05, gap=explain(mine, theirs, 0.5))
+
+
+def test_a_located_cause_that_explains_the_gap_leads_and_the_neighbour_backs_it():
+    loop = _facts(10e-3, dispatch_s=7e-3, dispatches=700)
+    batched = _facts(2e-3)
+    facts = dataclasses.replace(loop, faster=(_neighbour_of(loop, batched),))
+    lead = diagnose(facts)[0]
+    assert lead.cost == Cost.DISPATCH
+    assert "vmap does the same work 5.00x faster in this run" in lead.evidence
+    assert lead.neighbour is not None and lead.neighbour.name == "vmap"
+    assert all(f.cost != Cost.FASTER for f in diagnose(facts))  # said once, in the lead
+
+
+def test_a_neighbour_lead_names_the_largest_difference_and_what_is_left():
+    mine = _facts(10e-3, launch_s=3e-3, kernels=60_000)
+    theirs = _facts(5e-3)
+    facts = dataclasses.replace(mine, faster=(_neighbour_of(mine, theirs, "blocked"),))
+    lead = diagnose(facts)[0]
+    assert lead.cost == Cost.FASTER
+    text = summary(diagnose(facts))
+    assert "60,000 vs 3 kernels per call" in text and "(60%)" in text
+    assert "for the other 40% of the gap no measured difference accounts" in text
+    assert "see what blocked does differently" in text
+
+
+def test_no_difference_says_so_and_hands_the_whole_gap_back():
+    mine, theirs = _facts(10e-3), _facts(5e-3)
+    facts = dataclasses.replace(mine, faster=(_neighbour_of(mine, theirs, "x"),))
+    text = summary(diagnose(facts))
+    assert "no measured difference accounts for the 5 ms gap per call" in text
+    assert text.endswith("see what x does differently") or "see what x does" in text
+
+
+def test_generated_code_is_not_called_a_python_loop():
+    kernel = dataclasses.replace(
+        _facts(10e-3),
+        engine="numba",
+        per_call={"dispatches": 0, "kernels": 0},
+        python={"hottest": [{"where": "<string>:1", "count": 500, "code": ""}]},
+    )
+    assert all(f.cost != Cost.HOST_LOOP for f in diagnose(kernel))
+    assert "Python loop" not in summary(diagnose(kernel))
