@@ -34,6 +34,8 @@ Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 - ``worker-start``: workers forked by the fork server against spawned ones, the same
   cells alternating (``docs/worker_start.py``'s JSON): the ratio of their medians, and
   each one's start-up.
+- ``compare``: the README's ``compare()`` example, its printed table and "What to
+  change" line (``docs/compare_example.py``'s JSON, written by running it).
 - ``diagnosis-score``: each JAX backend's lead "What to change" applied and measured
   (``tests/benchmarks/score_diagnosis.py``'s JSON): predicted and measured gain, the rate
   at which the lead helped.
@@ -360,8 +362,24 @@ def diagnosis_score(path: Path) -> str:
     )
 
 
+def compare_example(path: Path) -> str:
+    """The README's ``compare()`` example (``docs/compare_example.py``, between its
+    ``# example`` markers), what it printed (stored at ``path``) and where it ran."""
+    source = (ROOT / "docs" / "compare_example.py").read_text(encoding="utf-8")
+    code = source.split("# example\n", 1)[1].split("# end example", 1)[0]
+    code = code.replace("  # noqa: E402", "").strip()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return (
+        f"```python\n{code}\n```\n\nprints\n\n```text\n{data['output']}\n```\n\n"
+        f"*Printed by `docs/compare_example.py` into `{shown_path(path)}`: "
+        f"{_stored_machine(data['machine'])}.*"
+    )
+
+
 def render(name: str, path: Path, options: dict[str, str]) -> str:
     """The figure ``name`` of the results file at ``path``, with its provenance."""
+    if name == "compare":
+        return compare_example(path)
     if name == "diagnosis-score":
         return diagnosis_score(path)
     if name == "at-scale":
