@@ -100,6 +100,7 @@ from .evidence import (
 )
 from .findings import (
     EXPLAINS,
+    FIXES,
     HOST_ENGINES,
     LOCATED,
     MANY_DISPATCHES,
@@ -286,12 +287,6 @@ def _count(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-SYNC_FIX = (
-    "wait once, after the loop: let the host queue the calls ahead (no block_until_ready, "
-    "float() or np.array() per step)"
-)
-
-
 def _sync(facts: Facts) -> Finding | None:
     """Explicit waits per item: the device-idle time inside them, or the measured
     difference to the same loop without them where the table has it."""
@@ -308,14 +303,17 @@ def _sync(facts: Facts) -> Finding | None:
             Cost.SYNC,
             None,
             f"{waits:,.0f} waits per call{where} (a timed run gives their share)",
-            SYNC_FIX,
+            FIXES[Cost.SYNC],
         )
     sibling = facts.without_waits
     if sibling is not None:
         return _sync_against(facts, waits, where, sibling)
     if not reliable(facts):
         return Finding(
-            Cost.SYNC, None, f"{waits:,.0f} waits per call{where}{unreliable(facts)}", SYNC_FIX
+            Cost.SYNC,
+            None,
+            f"{waits:,.0f} waits per call{where}{unreliable(facts)}",
+            FIXES[Cost.SYNC],
         )
     share = number(facts.decomposition, "sync_fraction")
     if share < MINOR:
@@ -324,7 +322,7 @@ def _sync(facts: Facts) -> Finding | None:
         Cost.SYNC,
         share,
         f"{waits:,.0f} waits per call{where}{_wait_prices(facts, waits, share)}",
-        SYNC_FIX,
+        FIXES[Cost.SYNC],
     )
 
 
@@ -338,7 +336,7 @@ def _sync_against(facts: Facts, waits: float, where: str, sibling: Neighbour) ->
             share,
             f"{waits:,.0f} waits per call{where} cost {percent(share)} of the time: {measured}, "
             f"is {sibling.ratio:.2f}x faster ({sibling.interval()})",
-            SYNC_FIX,
+            FIXES[Cost.SYNC],
             neighbour=sibling,
         )
     if sibling.high < 1.0:
@@ -386,7 +384,7 @@ def _dispatch(facts: Facts) -> Finding | None:
             Cost.DISPATCH,
             None,
             f"{dispatches:,.0f} dispatches per call (a timed run gives their share)",
-            "move the loop into lax.scan or vmap (one dispatch per call)",
+            FIXES[Cost.DISPATCH],
         )
     share = number(facts.decomposition, "dispatch_fraction")
     if dispatches <= 1 or share < MINOR:
@@ -397,7 +395,7 @@ def _dispatch(facts: Facts) -> Finding | None:
         Cost.DISPATCH,
         share,
         f"{dispatches:,.0f} dispatches per call{each} = {percent(share)} of the time",
-        "move the loop into lax.scan or vmap (one dispatch per call)",
+        FIXES[Cost.DISPATCH],
     )
 
 
@@ -427,10 +425,7 @@ def _transfer(facts: Facts) -> Finding | None:
     low = number(facts.decomposition, "transfer_low_fraction")
     high = number(facts.decomposition, "transfer_high_fraction")
     share = number(facts.decomposition, "transfer_fraction")
-    fix = (
-        "keep values on the device inside the loop: no np.array(x), float(x) or Python "
-        "scalars per step; convert once, outside"
-    )
+    fix = FIXES[Cost.TRANSFER]
     if untimed(facts):
         if h2d + conversions < UNTIMED_COUNT:
             return None
@@ -529,8 +524,7 @@ def _recompile(facts: Facts) -> Finding | None:
         share,
         f"{compiles:,.0f} compilations and {traces:,.0f} traces inside every call"
         f"{_why_recompiled(facts)}{timed}",
-        "jit the function once, outside the loop, and call the jitted function; keep "
-        "shapes and static arguments fixed",
+        FIXES[Cost.RECOMPILE],
     )
 
 
@@ -691,7 +685,6 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
         return (timed[0], *neighbours, *timed[1:], *rest)
     if untimed(facts) and rest:  # counts alone: the overheads present, by rule
         return (*neighbours, *rest)
-    timed = [f for f in timed if f is not unknown]
     if neighbours and unknown.cost == Cost.UNKNOWN:  # the neighbour is what is known
         return (*neighbours, *timed, *rest)
     return (*neighbours, unknown, *timed, *rest)

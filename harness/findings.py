@@ -79,6 +79,22 @@ class Cores:
 
 EXPLAINS = 0.5  # a difference that takes this share of the gap explains it
 NAMED = 3  # differences named in a sentence, the largest first
+# the change that removes each located cause: the rule's fix and the gap's, said once
+FIXES = {
+    Cost.DISPATCH: "move the loop into lax.scan or vmap (one dispatch per call)",
+    Cost.TRANSFER: (
+        "keep values on the device inside the loop: no np.array(x), float(x) or Python "
+        "scalars per step; convert once, outside"
+    ),
+    Cost.SYNC: (
+        "wait once, after the loop: let the host queue the calls ahead (no block_until_ready, "
+        "float() or np.array() per step)"
+    ),
+    Cost.RECOMPILE: (
+        "jit the function once, outside the loop, and call the jitted function; keep "
+        "shapes and static arguments fixed"
+    ),
+}
 # the causes the probes locate, and the overhead rule whose finding names them
 LOCATED = {
     "dispatches": Cost.DISPATCH,

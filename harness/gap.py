@@ -44,7 +44,17 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from .evidence import arithmetic, loop_of, operations
-from .findings import Difference, Facts, Gap, duration, megabytes, number, reliable
+from .findings import (
+    FIXES,
+    LOCATED,
+    Difference,
+    Facts,
+    Gap,
+    duration,
+    megabytes,
+    number,
+    reliable,
+)
 
 BASE_PAGE = "base page"  # the only fault price the faults are multiplied by
 SMALLEST = 0.05  # a difference under this share of the gap is not named
@@ -241,21 +251,11 @@ def _cores(mine: Facts, theirs: Facts, differ: float) -> Difference | None:
     )
 
 
-OVERHEADS: Mapping[str, tuple[str, str]] = {  # decomposition part: (counts text, fix)
-    "dispatch": (
-        "dispatches",
-        "move the loop into lax.scan or vmap (one dispatch per call)",
-    ),
-    "transfer": (
-        "transfers",
-        "keep values on the device inside the loop: no np.array(x), float(x) or Python "
-        "scalars per step",
-    ),
-    "sync": ("waits", "wait once, after the loop (no block_until_ready per step)"),
-    "compile": (
-        "compilations",
-        "jit the function once, outside the loop; keep shapes and static arguments fixed",
-    ),
+OVERHEADS: Mapping[str, str] = {  # decomposition part: the located cause it prices
+    "dispatch": "dispatches",
+    "transfer": "transfers",
+    "sync": "waits",
+    "compile": "compilations",
 }
 
 
@@ -284,12 +284,11 @@ def _overhead_text(name: str, mine: Facts, theirs: Facts) -> str:
 
 def _overheads(mine: Facts, theirs: Facts) -> list[Difference]:
     found = []
-    for name, (mechanism, fix) in OVERHEADS.items():
+    for name, mechanism in OVERHEADS.items():
         seconds = _part(mine, name) - _part(theirs, name)
         if seconds > 0:
-            found.append(
-                Difference(mechanism, seconds, 0.0, _overhead_text(name, mine, theirs), fix)
-            )
+            text, fix = _overhead_text(name, mine, theirs), FIXES[LOCATED[mechanism]]
+            found.append(Difference(mechanism, seconds, 0.0, text, fix))
     return found
 
 
