@@ -25,8 +25,9 @@ the process's own accounting gives the numbers the diagnosis compares backends b
   threads makes several threads wait at once although one would run at a time.
 - **minor page faults** per call (``getrusage``): pages the calls touched for the first
   time (a fresh ``mmap`` of an output buffer, a carry zero-filled on every call). glibc
-  maps every buffer above its largest mmap threshold (32 MiB) afresh on each allocation,
-  so such a call pays the kernel's page faults and zeroing on every call;
+  maps a buffer above its largest mmap threshold (32 MiB) afresh on each allocation
+  unless the heap's free top already holds it, so such a call usually pays the kernel's
+  page faults and zeroing on every call;
   `scanbench.probes.rates` prices one fault.
 
 The CPU time and faults are read right before each timed call (after the untimed hooks

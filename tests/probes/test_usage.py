@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import time
 
 import numpy as np
@@ -76,12 +77,25 @@ def _measured(run) -> Usage:
 
 def test_a_sleeping_call_uses_no_core_and_a_fresh_buffer_faults_its_pages():
     """Real readings around the real timing loop: a call that sleeps keeps no core busy;
-    a call that writes a fresh 64 MiB buffer faults at least once per 2 MiB (a huge
-    page; more with 4 KiB pages); one that writes a buffer allocated once faults none."""
+    a call that writes a fresh 64 MiB mapping faults at least once per 2 MiB (a huge
+    page; more with 4 KiB pages); one that writes a buffer allocated once faults none.
+
+    The fresh buffer is an anonymous ``mmap`` of its own, not ``np.ones``: glibc serves a
+    large ``malloc`` from the heap's free top when earlier work in the same process left
+    enough there (CI, 2026-12-05: 0 faults per 64 MiB ``np.ones`` in an xdist worker), so
+    only a mapping of its own is fresh whatever ran before."""
     asleep = _measured(lambda _: time.sleep(0.02))
     assert asleep.cores < 0.2, asleep
     nbytes = 64 * 2**20
-    fresh = _measured(lambda _: np.ones(nbytes // 8))
+
+    def write_fresh(_):
+        mapping = mmap.mmap(-1, nbytes)
+        array = np.frombuffer(mapping, dtype=np.float64)
+        array.fill(1.0)
+        del array  # the mapping cannot close while an array holds its buffer
+        mapping.close()
+
+    fresh = _measured(write_fresh)
     assert fresh.faults_per_call >= nbytes / (2 * 2**20), fresh
     kept = np.zeros(nbytes // 8)
     reused = _measured(lambda _: kept.fill(1.0))
