@@ -26,6 +26,12 @@ seconds are given as a share of the gap, the largest first:
   run's measured arithmetic rate on the cell's cores (both JAX cells).
 - **host loop**: host code's Python loop iterations per call above the neighbour's x the
   measured cost of a minimal library call (a floor).
+- **host between calls**: a JAX cell that makes several device calls per call: the
+  traced call's time in which no XLA program executed, beyond the priced dispatches,
+  transfers, waits and compilations (the decomposition's ``host``: Python, NumPy and
+  library code between the calls, measured by the trace's idle time, not assumed), above
+  the neighbour's; both cells JAX and this cell's traced call reliable (the neighbour's
+  host time is taken as at most its whole median where its own is not: a floor).
 - **cores**: a neighbour measured on more cores (`scanbench.diagnosis.CORES_DIFFER` or
   more): the part of the gap that spreading this cell's core time over its cores would
   remove, ``median x (1 - mine / theirs)``.
@@ -236,6 +242,37 @@ def _host_loop(mine: Facts, theirs: Facts) -> Difference | None:
     )
 
 
+def _between_calls(mine: Facts, theirs: Facts) -> Difference | None:
+    """Host code that runs between a JAX cell's device calls while no XLA program
+    executes: the traced call's device-idle time beyond the priced dispatches, transfers,
+    waits and compilations (the decomposition's ``host``), above the neighbour's."""
+    if mine.engine != "jax" or theirs.engine != "jax":
+        return None  # a host engine's host time is its work, not time between calls
+    calls = number(mine.per_call, "dispatches")
+    a = mine.decomposition.get("host_s")
+    if calls < 2 or not reliable(mine) or a is None or not theirs.median_s:
+        return None
+    b, bound = theirs.decomposition.get("host_s"), ""
+    if b is None or not reliable(theirs):  # at most its whole median: a floor of the gap
+        b, bound = theirs.median_s, "at most "
+    if a <= b:
+        return None
+    fix = (
+        "move the whole loop into one jitted program (lax.scan over the steps), so no "
+        "host code runs between device calls"
+        if number(theirs.per_call, "dispatches") <= 1
+        else "move the host work between the device calls into the jitted program"
+    )
+    return Difference(
+        "host between calls",
+        a - b,
+        0.0,
+        f"host code between its {calls:,.0f} device calls (traced: no XLA program running), "
+        f"beyond their priced dispatch: {duration(a)} vs {bound}{duration(b)} per call",
+        fix,
+    )
+
+
 def _cores(mine: Facts, theirs: Facts, differ: float) -> Difference | None:
     if mine.cores is None or theirs.cores is None or not mine.median_s:
         return None
@@ -308,6 +345,7 @@ def explain(mine: Facts, theirs: Facts, differ: float) -> Gap | None:
                 _bytes_moved(mine, theirs),
                 _arithmetic(mine, theirs),
                 _host_loop(mine, theirs),
+                _between_calls(mine, theirs),
                 _cores(mine, theirs, differ),
             )
             if d is not None

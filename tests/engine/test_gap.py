@@ -148,3 +148,39 @@ def test_generated_code_is_not_called_a_python_loop():
     )
     assert all(f.cost != Cost.HOST_LOOP for f in diagnose(kernel))
     assert "Python loop" not in summary(diagnose(kernel))
+
+
+def _with_host(facts: Facts, host_s: float | None, reliable: bool = True) -> Facts:
+    return dataclasses.replace(
+        facts,
+        decomposition={**facts.decomposition, "host_s": host_s, "reliable": reliable},
+    )
+
+
+def _mechanisms(mine: Facts, theirs: Facts) -> list[str]:
+    return [d.mechanism for d in explain(mine, theirs, differ=0.5).differences]
+
+
+def test_host_code_between_device_calls_is_the_traced_idle_time_above_the_neighbours():
+    """A Python loop around jitted calls: the trace's device-idle time beyond the priced
+    dispatches is host code between the calls; against one jitted program it is the gap's
+    largest part and its fix moves the loop into the program."""
+    loop = _with_host(_facts(10e-3, dispatch_s=1e-3, dispatches=64), 6e-3)
+    scanned = _with_host(_facts(1e-3), 0.1e-3)
+    largest = explain(loop, scanned, differ=0.5).largest
+    assert largest.mechanism == "host between calls"
+    assert largest.seconds == pytest.approx(5.9e-3)
+    assert largest.share == pytest.approx(5.9e-3 / 9e-3)
+    assert "64 device calls" in largest.text and "6 ms vs 100 us per call" in largest.text
+    assert "lax.scan" in largest.fix
+    # the neighbour's traced call not reliable: its whole median as the bound (a floor)
+    bounded = explain(loop, _with_host(scanned, 0.1e-3, reliable=False), differ=0.5).largest
+    assert bounded.seconds == pytest.approx(5e-3) and "vs at most 1 ms" in bounded.text
+    # never for a host engine (its host time is its work), nor one device call per call
+    numba = dataclasses.replace(loop, engine="numba")
+    assert "host between calls" not in _mechanisms(numba, scanned)
+    single = _with_host(_facts(10e-3), 6e-3)
+    assert "host between calls" not in _mechanisms(single, scanned)
+    # nor from a traced call that does not describe the median
+    unsure = _with_host(loop, 6e-3, reliable=False)
+    assert "host between calls" not in _mechanisms(unsure, scanned)
