@@ -63,6 +63,7 @@ import worker_start
 
 from scanbench.cli.main import build_parser
 from scanbench.reports import plots
+from scanbench.reports.audit import audit
 from scanbench.reports.model import build
 from scanbench.results import Run
 from scanbench.results import load_run as _load_run
@@ -376,6 +377,29 @@ def compare_example(path: Path) -> str:
     )
 
 
+def lead_audit(path: Path) -> str:
+    """How often a "faster backend" lead says why, on one results file (`audit`)."""
+    audited = audit(report(path))
+    rows = [
+        "| cell | faster neighbour | ratio | gap per call | explained | largest difference |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for lead in audited:
+        gap = "-" if lead.gap_s is None else _seconds(lead.gap_s)
+        rows.append(
+            f"| {lead.scenario}/{lead.size}/{lead.backend} | {lead.neighbour} | "
+            f"{lead.ratio:.2f}x | {gap} | {lead.explained:.0%} | {lead.largest or '-'} |"
+        )
+    why = sum(lead.says_why for lead in audited)
+    wrong = sum(bool(lead.problems) for lead in audited)
+    head = (
+        f"{why} of {len(audited)} sentences that name a faster backend name differences "
+        f"that explain at least half of their gap; {wrong} cite a figure their table "
+        "does not give."
+    )
+    return head + "\n\n" + "\n".join(rows)
+
+
 def render(name: str, path: Path, options: dict[str, str]) -> str:
     """The figure ``name`` of the results file at ``path``, with its provenance."""
     if name == "compare":
@@ -384,6 +408,8 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
         return diagnosis_score(path)
     if name == "at-scale":
         return at_scale(path)
+    if name == "lead-audit":
+        return f"{lead_audit(path)}\n\n{provenance(load_run(path), path)}"
     if name == "harness-speed":
         return harness_speed.render(json.loads(path.read_text(encoding="utf-8")))
     if name == "gate-calibration":

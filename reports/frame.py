@@ -51,6 +51,7 @@ Derived columns (all from stored values; nothing is re-measured):
     mem_planned, mem_temp,          XLA's static plan of the largest executable (arguments +
     mem_temporaries                 outputs + temporaries - aliased; temporaries; the
                                     largest temporaries as (instruction, bytes))
+    mem_output                      the call's output bytes (the memory probe)
     reliable, unreliable            whether the decomposition's traced shares hold, and why
                                     not (`scanbench.decomposition`)
     dispatch_pct, launch_pct,       the time decomposition (`scanbench.decomposition`):
@@ -183,6 +184,7 @@ def _memory_columns(counts: Counts) -> dict:
         "mem_minimum": minimum,
         "mem_planned": memory.get("planned_bytes"),
         "mem_temp": memory.get("temp_bytes"),
+        "mem_output": memory.get("output_bytes"),
         "mem_temporaries": tuple(
             (t["instruction"], t["bytes"]) for t in memory.get("temporaries") or ()
         ),
