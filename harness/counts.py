@@ -37,9 +37,19 @@ SECTIONS = (
     "linear",
     "conversions",
     "python",
+    "host_calls",
 )
 # probes whose failure is stored as ``<probe>_error`` (the others report inside a section)
-PROBES = ("trace", "transfers", "compilations", "static", "memory", "linear", "python")
+PROBES = (
+    "trace",
+    "transfers",
+    "compilations",
+    "static",
+    "memory",
+    "linear",
+    "python",
+    "host_calls",
+)
 
 
 @dataclasses.dataclass(frozen=True)

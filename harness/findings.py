@@ -233,6 +233,8 @@ class Facts:
     rates: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # environment.rates
     bound_bytes_per_s: float | None = None  # the copy bandwidth x_bandwidth is against
     python: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.python
+    # one call's host time by function (counts.host_calls, `scanbench.probes.host_calls`)
+    host_calls: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     spans: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.spans
     reference: bool = False  # the scenario's roofline kernel: not diagnosed
     # the same loop without the waits in the same table, for a loop with waits
@@ -274,6 +276,7 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         faults_per_call=usage.get("faults_per_call"),
         rates=dict(environment.get("rates") or {}),
         python=dict(record.counts.section("python")),
+        host_calls=dict(record.counts.section("host_calls")),
         spans=dict(record.counts.spans),
         reference=record.strategy == "roofline",
     )

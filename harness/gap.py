@@ -32,6 +32,13 @@ seconds are given as a share of the gap, the largest first:
   library code between the calls, measured by the trace's idle time, not assumed), above
   the neighbour's; both cells JAX and this cell's traced call reliable (the neighbour's
   host time is taken as at most its whole median where its own is not: a floor).
+- **host calls into a library**: a host engine's (NumPy, SciPy, Numba, Python) time in
+  each library its code calls, from one profiled call (`scanbench.probes.host_calls`,
+  scaled to the median), above the neighbour's time in the same library (none for one
+  compiled program; not known for host code that was not profiled). A JAX loop's
+  host-between-calls difference names the functions that take most of it the same way.
+  What a host engine's own code takes (a Numba kernel's time is its Python function's)
+  is said where no trace says where the unexplained time is.
 - **cores**: a neighbour measured on more cores (`scanbench.diagnosis.CORES_DIFFER` or
   more): the part of the gap that spreading this cell's core time over its cores would
   remove, ``median x (1 - mine / theirs)``.
@@ -49,7 +56,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from .evidence import arithmetic, loop_of, operations
+from .evidence import HOST_CODE, arithmetic, loop_of, operations
 from .findings import (
     FIXES,
     LOCATED,
@@ -64,6 +71,8 @@ from .findings import (
 
 BASE_PAGE = "base page"  # the only fault price the faults are multiplied by
 SMALLEST = 0.05  # a difference under this share of the gap is not named
+# calls that run a compiled program: their profiled time holds the program's, not host code
+PROGRAM_CALLS = ("Compiled.__call__", "PjitFunction.__call__")
 
 
 def _part(facts: Facts, name: str) -> float:
@@ -268,9 +277,125 @@ def _between_calls(mine: Facts, theirs: Facts) -> Difference | None:
         a - b,
         0.0,
         f"host code between its {calls:,.0f} device calls (traced: no XLA program running), "
-        f"beyond their priced dispatch: {duration(a)} vs {bound}{duration(b)} per call",
+        f"beyond their priced dispatch: {duration(a)} vs {bound}{duration(b)} per call"
+        + _profiled_in(mine),
         fix,
     )
+
+
+def _library_calls(facts: Facts) -> dict[str, list[tuple[str, float, int]]]:
+    """{package: [(function, seconds scaled to the median, calls)]}, the largest package
+    first, of the library functions one profiled call of the cell's code made
+    (`scanbench.probes.host_calls`; own code apart)."""
+    profile = facts.host_calls
+    wall = float(profile.get("wall_s") or 0.0)
+    if wall <= 0 or not facts.median_s:
+        return {}
+    scale = facts.median_s / wall  # the profiled call's time by function, at the median's
+    packages: dict[str, list[tuple[str, float, int]]] = {}
+    for function in profile.get("functions") or ():
+        if function.get("own"):
+            continue
+        name = str(function.get("name", ""))
+        seconds = float(function.get("seconds") or 0.0) * scale
+        packages.setdefault(name.split(".")[0], []).append(
+            (name, seconds, int(function.get("calls") or 0))
+        )
+    return dict(sorted(packages.items(), key=lambda item: -sum(f[1] for f in item[1])))
+
+
+def _short(name: str) -> str:
+    """``jax._src.random.core.fold_in`` -> ``fold_in``; ``cma.evolution_strategy.
+    CMAEvolutionStrategy.tell`` -> ``CMAEvolutionStrategy.tell``."""
+    parts = name.split(".")
+    kept = [p for p in parts[1:] if p[:1].isupper()] or parts[-1:]
+    return ".".join([*kept[:1], parts[-1]] if kept[0] != parts[-1] else kept[:1])
+
+
+def _profiled_in(facts: Facts) -> str:
+    """``; profiled, most in: jax fold_in x8 ~7.9 ms, ...`` (at most three functions)."""
+    functions = sorted(
+        (
+            f
+            for group in _library_calls(facts).values()
+            for f in group
+            if not f[0].endswith(PROGRAM_CALLS)
+        ),
+        key=lambda f: -f[1],
+    )
+    shown = [
+        f"{name.split('.')[0]} {_short(name)} x{calls} ~{duration(seconds)}"
+        for name, seconds, calls in functions[:3]
+        if seconds >= 0.05 * (facts.median_s or 0.0)
+    ]
+    return f"; profiled, most in: {', '.join(shown)}" if shown else ""
+
+
+def _library_fix(package: str) -> str:
+    if package == "jax":
+        return (
+            "jit the JAX calls made on the host (each eager call dispatches on its own): "
+            "derive keys and small arrays inside the compiled program"
+        )
+    return f"do {package}'s work inside the compiled program, or once per batch"
+
+
+def _host_libraries(mine: Facts, theirs: Facts) -> list[Difference]:
+    """Host code's time in each library it calls (one profiled call, scaled to the
+    median) above the neighbour's time in the same library (none where it calls none on
+    the host): for host engines, whose host time is their work; a JAX loop's host time
+    is `_between_calls`', and where that is not known (its traced call not reliable),
+    its calls into libraries other than JAX (a JAX call's time holds its program's)."""
+    skip: tuple[str, ...] = ()
+    if mine.engine not in HOST_CODE:
+        if _between_calls(mine, theirs) is not None or number(mine.per_call, "dispatches") < 2:
+            return []  # one program, or its host time priced whole between the calls
+        skip = ("jax",)  # a JAX call's time holds its program's: only other libraries
+    host_side = theirs.engine in HOST_CODE or number(theirs.per_call, "dispatches") >= 2
+    if host_side and not theirs.host_calls:
+        return []  # its own host calls were not profiled: not known
+    theirs_calls = _library_calls(theirs)
+    found = []
+    for package, functions in _library_calls(mine).items():
+        if package in skip:
+            continue
+        a = sum(f[1] for f in functions)
+        b = sum(f[1] for f in theirs_calls.get(package, ()))
+        if a <= b:
+            continue
+        named = ", ".join(f"{_short(n)} x{c} ~{duration(t)}" for n, t, c in functions[:3])
+        found.append(
+            Difference(
+                f"host calls into {package}",
+                a - b,
+                0.0,
+                f"host calls into {package} ({named}; one profiled call, scaled to the "
+                f"median): {duration(a)} vs {duration(b)} per call",
+                _library_fix(package),
+            )
+        )
+    return found
+
+
+def _own_code(facts: Facts) -> str:
+    """Where a host engine's own code takes its time (a Numba kernel's time is its Python
+    function's), when no trace says where: ``its own code, profiled: ...``."""
+    if facts.engine not in HOST_CODE or not facts.median_s:
+        return ""
+    profile = facts.host_calls
+    wall = float(profile.get("wall_s") or 0.0)
+    own = [f for f in profile.get("functions") or () if f.get("own")]
+    if wall <= 0 or not own:
+        return ""
+    scale = facts.median_s / wall
+    shown = [
+        f"{f['name']} ~{duration(float(f['seconds']) * scale)}"
+        for f in own[:2]
+        if float(f["seconds"]) * scale >= 0.05 * facts.median_s
+    ]
+    if not shown:
+        return ""
+    return "its own code, profiled (a Numba kernel counts as its function): " + ", ".join(shown)
 
 
 def _cores(mine: Facts, theirs: Facts, differ: float) -> Difference | None:
@@ -337,6 +462,7 @@ def explain(mine: Facts, theirs: Facts, differ: float) -> Gap | None:
     gap = mine.median_s - theirs.median_s
     priced: list[Difference] = [
         *_overheads(mine, theirs),
+        *_host_libraries(mine, theirs),
         *(
             d
             for d in (
@@ -351,7 +477,8 @@ def explain(mine: Facts, theirs: Facts, differ: float) -> Gap | None:
             if d is not None
         ),
     ]
-    return Gap(gap, _shared_out(priced, gap), _device_location(mine, theirs))
+    where = _device_location(mine, theirs) or _own_code(mine)
+    return Gap(gap, _shared_out(priced, gap), where)
 
 
 def _device_location(mine: Facts, theirs: Facts) -> str:

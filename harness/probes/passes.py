@@ -12,6 +12,7 @@ fails stores its error next to the counts instead of a number; the timing stays 
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from .conversions import summarize as summarize_conversions
 from .extrapolation import POINTS, linear_counts
 from .gpu import command_buffers_enabled, count_gpu_events
 from .hlo import estimate, summarize
+from .host_calls import profile_call
 from .lines import count_lines
 from .memory import call_peak, freed_memory_visible, static_plan, tree_nbytes
 from .operations import operations_of
@@ -153,6 +155,9 @@ def counts_per_call(
         return count_cell(backend, ready, platform)
 
     def with_memory(counts: dict[str, Any], ready: Any | None) -> Counts:
+        if ready is not None:
+            stage(COUNTING_STAGE)  # a time by function: quiet, like the counted call
+            counts = {**counts, **host_profile(backend, ready, counts)}
         if ready is None:
             shown = ", ".join(map(str, POINTS))
             counts = {**counts, "memory_error": f"not measured at this size (counted at {shown})"}
@@ -184,6 +189,24 @@ def counts_per_call(
             ready = prepared if given else fresh(small)
             points.append(count_warm(ready, warm=given))
         return with_memory({**linear_counts(points, along, n), "scale": 1.0}, prepared)
+
+
+def host_profile(backend: Backend, ready: Any, counts: dict[str, Any]) -> dict[str, Any]:
+    """``{"host_calls": ...}``: one call's host time by function (`scanbench.probes.
+    host_calls`), for host code and for JAX code that dispatches more than once per call
+    (host code runs between its calls); ``{}`` for one compiled program. At the cell's
+    own size, never extrapolated: a time by function is no count."""
+    dispatches = (counts.get("trace") or {}).get("dispatches") or 0
+    if backend.engine not in HOST_CODE and dispatches < 2:
+        return {}
+    try:
+        if backend.setup is not None:
+            backend.setup(ready)
+        # the engine's call_and_wait is not the backend's code: the profile starts inside it
+        profiled = profile_call(functools.partial(call_and_wait, backend.run, ready))
+        return {"host_calls": profiled.to_json()}
+    except Exception as error:  # stored next to the counts; the timing stays valid
+        return {"host_calls_error": f"{type(error).__name__}: {error}"}
 
 
 def call_memory(

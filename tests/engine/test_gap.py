@@ -184,3 +184,62 @@ def test_host_code_between_device_calls_is_the_traced_idle_time_above_the_neighb
     # nor from a traced call that does not describe the median
     unsure = _with_host(loop, 6e-3, reliable=False)
     assert "host between calls" not in _mechanisms(unsure, scanned)
+
+
+def _profiled(*functions) -> dict:
+    """A stored host profile whose call took 10 ms: (name, own, seconds, calls)."""
+    return {
+        "wall_s": 10e-3,
+        "functions": [
+            {"name": name, "own": own, "seconds": seconds, "calls": calls, "events": 1}
+            for name, own, seconds, calls in functions
+        ],
+    }
+
+
+def test_a_host_engines_calls_into_a_library_are_priced_from_its_profile():
+    """Host code (Numba + a Python optimizer): its profiled time in each library, scaled
+    to the median, against one compiled program that calls none on the host."""
+    profile = _profiled(
+        ("cma.evolution_strategy.CMAEvolutionStrategy.tell", False, 6e-3, 2),
+        ("numba_lanes.py:evaluate", True, 3e-3, 2),
+        ("jax._src.random.core.fold_in", False, 1e-3, 4),
+    )
+    numba = dataclasses.replace(_facts(20e-3, dispatches=0), engine="numba", host_calls=profile)
+    scanned = _facts(2e-3)
+    gap = explain(numba, scanned, differ=0.5)
+    first, second = gap.differences
+    assert first.mechanism == "host calls into cma"
+    assert first.seconds == pytest.approx(12e-3)  # 60% of the profiled call x 20 ms
+    assert "CMAEvolutionStrategy.tell x2" in first.text and "cma's work" in first.fix
+    assert second.mechanism == "host calls into jax" and second.seconds == pytest.approx(2e-3)
+    assert "jit the JAX calls" in second.fix
+    assert "its own code, profiled" in gap.where and "numba_lanes.py:evaluate" in gap.where
+    # a neighbour that is host code too, not profiled: what it spends there is not known
+    other = dataclasses.replace(scanned, engine="numpy")
+    assert "host calls into cma" not in _mechanisms(numba, other)
+    # ... and profiled: only the time above its own in the same library
+    profiled_other = dataclasses.replace(
+        other, host_calls=_profiled(("cma.x.CMAEvolutionStrategy.tell", False, 5e-3, 2))
+    )
+    cma = next(d for d in explain(numba, profiled_other, 0.5).differences if "cma" in d.mechanism)
+    assert cma.seconds == pytest.approx(12e-3 - 1e-3)
+
+
+def test_a_jax_loop_with_an_unreliable_trace_is_priced_by_its_other_libraries():
+    """cma ask/tell on the host around jitted calls: with no reliable traced share, the
+    profiled calls into cma are priced; JAX's own calls hold their programs' time."""
+    profile = _profiled(
+        ("cma.evolution_strategy.CMAEvolutionStrategy.tell", False, 5e-3, 2),
+        ("jax._src.stages.Compiled.__call__", False, 4e-3, 2),
+    )
+    loop = _with_host(_facts(10e-3, dispatches=14), 6e-3, reliable=False)
+    loop = dataclasses.replace(loop, host_calls=profile)
+    assert _mechanisms(loop, _facts(1e-3)) == ["host calls into cma"]
+    # with a reliable trace, the time between calls is priced whole, its functions named
+    # (a compiled program's call is not host code)
+    traced = dataclasses.replace(_with_host(loop, 6e-3), host_calls=profile)
+    largest = explain(traced, _with_host(_facts(1e-3), 0.0), differ=0.5).largest
+    assert largest.mechanism == "host between calls"
+    assert "profiled, most in: cma CMAEvolutionStrategy.tell x2" in largest.text
+    assert "Compiled" not in largest.text
