@@ -24,8 +24,10 @@ seconds are given as a share of the gap, the largest first:
   extra temporaries are then in it, not priced again).
 - **arithmetic**: XLA's operation count (loops included) above the neighbour's, at the
   run's measured arithmetic rate on the cell's cores (both JAX cells).
-- **host loop**: host code's Python loop iterations per call above the neighbour's x the
-  measured cost of a minimal library call (a floor).
+- **host loop**: host code's Python loop iterations per call above the neighbour's: the
+  profiled time of the own functions in the loop's file (scaled to the median; the
+  opaque library calls they make included) less the neighbour's whole median, or,
+  unprofiled, x the measured cost of a minimal library call (a floor).
 - **host between calls**: a JAX cell that makes several device calls per call: the
   traced call's time in which no XLA program executed, beyond the priced dispatches,
   transfers, waits and compilations (the decomposition's ``host``: Python, NumPy and
@@ -233,7 +235,30 @@ def _arithmetic(mine: Facts, theirs: Facts) -> Difference | None:
     )
 
 
+def _loop_function_s(facts: Facts, where: str) -> tuple[float, str] | None:
+    """(seconds at the median, names) of the own functions in the file of the loop's
+    hottest line, from the host profile: what the loop costs, the opaque library calls
+    it makes (an f2py or ufunc call reports nothing to a profiler) included."""
+    wall = float(facts.host_calls.get("wall_s") or 0.0)
+    if wall <= 0 or not facts.median_s:
+        return None
+    file = where.split(":", 1)[0]
+    functions = [
+        f
+        for f in facts.host_calls.get("functions") or ()
+        if f.get("own") and str(f.get("name", "")).split(":", 1)[0] == file
+    ]
+    if not functions:
+        return None
+    seconds = sum(float(f.get("seconds") or 0.0) for f in functions) * facts.median_s / wall
+    return seconds, ", ".join(str(f["name"]) for f in functions[:2])
+
+
 def _host_loop(mine: Facts, theirs: Facts) -> Difference | None:
+    """A host loop's iterations above the neighbour's: priced at the profiled time of
+    the loop's own functions less the neighbour's whole median (what the loop costs
+    beyond all the work the neighbour does), or, unprofiled, at a minimal library call
+    per iteration (a floor)."""
     loop, call = loop_of(mine), mine.rates.get("numpy_call_s")
     if loop is None or not call:
         return None
@@ -241,14 +266,30 @@ def _host_loop(mine: Facts, theirs: Facts) -> Difference | None:
     extra = loop[0] - (other[0] if other is not None else 0.0)
     if extra < 2:
         return None
+    said = f"a Python loop of {loop[0]:,.0f} iterations per call ({loop[1]})"
+    floor = extra * call
+    profiled = _loop_function_s(mine, loop[1])
+    if profiled is not None and theirs.median_s and profiled[0] - theirs.median_s > floor:
+        seconds, names = profiled
+        return Difference(
+            "host loop",
+            seconds - theirs.median_s,
+            0.0,
+            f"{said}: its function {names} ~{duration(seconds)} per call (profiled, scaled "
+            f"to the median; the library calls it makes included) vs the neighbour's whole "
+            f"call, {duration(theirs.median_s)}",
+            LOOP_FIX,
+        )
     return Difference(
         "host loop",
-        extra * call,
+        floor,
         0.0,
-        f"a Python loop of {loop[0]:,.0f} iterations per call ({loop[1]}) x {call * 1e6:.2g} us "
-        "of a minimal library call (a floor)",
-        "call the library once over the batch (a batched routine, jax.vmap or lax.scan)",
+        f"{said} x {call * 1e6:.2g} us of a minimal library call (a floor)",
+        LOOP_FIX,
     )
+
+
+LOOP_FIX = "call the library once over the batch (a batched routine, jax.vmap or lax.scan)"
 
 
 def _between_calls(mine: Facts, theirs: Facts) -> Difference | None:

@@ -243,3 +243,27 @@ def test_a_jax_loop_with_an_unreliable_trace_is_priced_by_its_other_libraries():
     assert largest.mechanism == "host between calls"
     assert "profiled, most in: cma CMAEvolutionStrategy.tell x2" in largest.text
     assert "Compiled" not in largest.text
+
+
+def test_a_host_loop_is_priced_by_its_functions_profiled_time_beyond_the_neighbours_call():
+    """SciPy's gtsv called once per system: the loop's own function (the f2py calls it
+    makes report nothing to a profiler, so they are its time) less all the work the
+    faster neighbour does; unprofiled, a minimal library call per iteration."""
+    hottest = {"hottest": [{"where": "reference.py:33", "count": 1000, "code": "x = gtsv()"}]}
+    loop = dataclasses.replace(
+        _facts(6e-3, dispatches=0),
+        engine="scipy",
+        python=hottest,
+        host_calls=_profiled(
+            ("reference.py:gtsv_solve", True, 9e-3, 1),
+            ("other.py:setup", True, 1e-3, 1),
+        ),
+    )
+    blocked = _facts(0.5e-3)
+    largest = explain(loop, blocked, differ=0.5).largest
+    assert largest.mechanism == "host loop"
+    assert largest.seconds == pytest.approx(0.9 * 6e-3 - 0.5e-3)  # its file's functions
+    assert "1,000 iterations" in largest.text and "reference.py:gtsv_solve" in largest.text
+    unprofiled = dataclasses.replace(loop, host_calls={})
+    floor = explain(unprofiled, blocked, differ=0.5).largest
+    assert floor.seconds == pytest.approx(1000 * 1e-6) and "(a floor)" in floor.text
