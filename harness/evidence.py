@@ -157,6 +157,9 @@ def memory_bound(facts: Facts) -> Finding | None:
     )
 
 
+EXCESS_OPERATIONS = 1.5  # counted / needed arithmetic from which the excess is said
+
+
 def compute_bound(facts: Facts) -> Finding | None:
     """Compute-bound: an operation count at the measured rate takes `MOST` of the
     median (module doc)."""
@@ -166,13 +169,26 @@ def compute_bound(facts: Facts) -> Finding | None:
     share = priced.seconds / facts.median_s
     if share < MOST:
         return None
-    return Finding(
-        Cost.COMPUTE,
-        min(share, 1.0),
+    evidence = (
         f"{priced.text} takes {duration(priced.seconds)}, {percent(share)} of the "
-        f"{duration(facts.median_s)} median",
-        "fewer operations (a better algorithm), or a faster unit: a GPU, wider vectors",
+        f"{duration(facts.median_s)} median"
     )
+    fix = "fewer operations (a better algorithm), or a faster unit: a GPU, wider vectors"
+    # the roofline kernel does the scenario's arithmetic at no more than the measured
+    # rate: this count takes share x (x roofline) times its core time, so the program
+    # runs at least that many times the operations the work needs
+    excess = share * facts.x_roofline if facts.x_roofline else 0.0
+    if excess >= EXCESS_OPERATIONS:
+        evidence += (
+            f"; that is at least {excess:.1f}x the arithmetic the roofline kernel needs for "
+            f"the same work (this share x its {facts.x_roofline:.2f}x roofline per core)"
+        )
+        fix = (
+            f"fewer operations: XLA's program runs at least {excess:.1f}x the operations "
+            "the work needs; look for work the loop body repeats (recomputed terms, "
+            "unused branches computed, a larger dtype) before a faster unit"
+        )
+    return Finding(Cost.COMPUTE, min(share, 1.0), evidence, fix)
 
 
 def loop_of(facts: Facts) -> tuple[float, str] | None:

@@ -394,6 +394,22 @@ def test_compute_bound_needs_an_operation_count_at_the_measured_rate():
     assert diagnose(facts(**numba, work={"flops": 1.2e9}))[0].cost == Cost.COMPUTE
     assert Cost.COMPUTE not in costs(diagnose(facts(**numba, static=static)))
     assert MOST == 0.5
+    assert "faster unit" in first.fix  # no roofline in the table: nothing to compare
+
+
+def test_compute_bound_beside_a_roofline_says_when_xla_runs_more_operations():
+    """cartpole/default/scanned +xla: compute-bound 55% on XLA's count while the roofline
+    kernel does the scenario's arithmetic 3.5x faster per core: XLA's program runs at
+    least 0.55 x 3.5 = 1.9x the operations needed, and a faster unit is not the fix."""
+    static = {"available": True, "flops": 0.88e9, "custom_calls": 0}
+    base = {"median_s": 0.040, "dtype": "float64", "rates": RATES, "cores": ONE}
+    (first, *_) = diagnose(facts(**base, static=static, x_roofline=3.5))
+    assert first.cost == Cost.COMPUTE and first.share == pytest.approx(0.55)
+    assert "at least 1.9x the arithmetic the roofline kernel needs" in first.evidence
+    assert first.fix.startswith("fewer operations: XLA's program runs at least 1.9x")
+    assert "a GPU" not in first.fix
+    found = diagnose(facts(**base, static=static, x_roofline=1.2))  # 0.66x: no excess
+    assert not any("roofline kernel needs" in finding.evidence for finding in found)
 
 
 def test_a_host_loop_of_library_calls_is_named_with_its_iterations():
