@@ -17,6 +17,11 @@ flops of one step. So the count is made per computation:
   and of the loops around it and ``exclusive(L)`` is one iteration's cost without its
   nested loops (whose own correction adds them).
 
+A sharded program is compiled as one SPMD partition that every device runs on its shard
+(``num_partitions`` in the module's header): the cost analysis counts that partition, so
+the counts are multiplied by the partitions, the whole program's work (exact for an even
+split; collectives add no arithmetic).
+
 A loop without a known trip count, or one inside a ``conditional`` (which branch runs is
 not known statically), leaves the count unknown, and the reason says which loop. A
 ``custom-call`` (a library routine such as LAPACK's ``gtsv`` behind
@@ -53,6 +58,7 @@ class Operations:
     loops: int  # while loops whose trip counts were applied
     error: str | None = None
     custom_calls: int = 0  # opaque to the cost analysis: the counts are then lower bounds
+    partitions: int = 1  # SPMD partitions: the counts are the whole program's (x this)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -120,13 +126,26 @@ def count_operations(text: str, cost_of: CostOf) -> Operations:
         for key in KEYS:
             exclusive = inclusive[index][key] - sum(inclusive[i][key] for i in children)
             totals[key] += exclusive * (loop.repeats - 1)
+    partitions = _partitions(text)
     return Operations(
-        flops=totals["flops"],
-        transcendentals=totals["transcendentals"],
-        bytes_accessed=totals["bytes accessed"],
+        flops=totals["flops"] * partitions,
+        transcendentals=totals["transcendentals"] * partitions,
+        bytes_accessed=totals["bytes accessed"] * partitions,
         loops=len(loops),
         custom_calls=len(_CUSTOM_CALL.findall(text)),
+        partitions=partitions,
     )
+
+
+_PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
+
+
+def _partitions(text: str) -> int:
+    """The SPMD partitions the module runs as (``num_partitions`` of its ``HloModule``
+    line; 1 when absent): each runs this same partitioned program on its shard."""
+    header = text.partition("\n")[0]
+    found = _PARTITIONS.search(header) if header.startswith("HloModule ") else None
+    return max(int(found.group(1)), 1) if found else 1
 
 
 _ENTRY = re.compile(r"^ENTRY ", re.MULTILINE)

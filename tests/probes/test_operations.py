@@ -138,3 +138,44 @@ def test_a_library_routine_is_opaque_and_makes_the_count_a_lower_bound():
     solve = jax.jit(lambda a: lax.linalg.tridiagonal_solve(a, a, a, a[..., None]))
     counted = operations_of(solve.lower(a).compile())
     assert counted.error is None and counted.custom_calls >= 1
+
+
+def test_a_partitioned_module_counts_every_partitions_work():
+    header = NESTED.replace("HloModule nested", "HloModule nested, num_partitions=4", 1)
+    one, four = (count_operations(t, COSTS.__getitem__) for t in (NESTED, header))
+    assert one.partitions == 1 and four.partitions == 4
+    assert four.flops == 4 * one.flops and four.bytes_accessed == 4 * one.bytes_accessed
+
+
+SHARDED_TWIN = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from scanbench.probes.operations import operations_of
+
+def step(x):
+    return jax.lax.fori_loop(0, 10, lambda i, y: jnp.sin(y) * y + 1.0, x).sum(axis=1)
+
+x = np.ones((64, 128), np.float32)
+alone = operations_of(jax.jit(step).lower(x).compile())
+mesh = Mesh(np.array(jax.devices()[:2]), ("rows",))
+sharded = jax.jit(step, in_shardings=NamedSharding(mesh, P("rows")))
+split = operations_of(sharded.lower(x).compile())
+print(alone.flops, alone.transcendentals, split.flops, split.transcendentals, split.partitions)
+"""
+
+
+def test_a_sharded_program_counts_what_its_unsharded_twin_counts():
+    """Issue 66: the cost analysis of a 2-device program counted one partition, half the
+    unsharded count, and the arithmetic floor came out 2x low."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run(
+        [sys.executable, "-c", SHARDED_TWIN], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    flops, transcendentals, split_flops, split_transcendentals, partitions = map(float, out)
+    assert partitions == 2
+    assert split_transcendentals == transcendentals == 64 * 128 * 10
+    assert split_flops == pytest.approx(flops, rel=0.05)
