@@ -26,6 +26,9 @@ Derived columns (all from stored values; nothing is re-measured):
     x_bandwidth                     median / (work["bytes"] / memory bandwidth of the run: one
                                     core's copy, or every core's for a cell that used more
                                     than one)
+    cores_declared                  what the backend declares (every core when parallel or
+                                    sharded, else one): the pools' cores where the measured
+                                    ones were taken on a busy machine
     cores, cores_measured,          the cores the timed calls used (CPU time / wall time,
     cores_contended                 `scanbench.probes.usage`), whether measured (else the
                                     backend's declaration: 1, or every core when parallel)
@@ -291,6 +294,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "cores": cores.count,
                     "cores_measured": cores.measured,
                     "cores_contended": cores.contended,
+                    "cores_declared": _declared_cores(record, env.get("cpu_count")),
                     "faults_per_call": usage.get("faults_per_call"),
                     "waits_by_function": json.dumps(
                         dict(record.counts.conversions.get("waits_by_function") or {}),
@@ -507,8 +511,7 @@ def _faster_neighbours(
         for index in valid.index:
             candidates = [other for other in valid.index if other != index]
             siblings = [o for o in candidates if _same_program(frame, index, o)]
-            mine = float(frame.at[index, "cores"])
-            fewer = [o for o in candidates if float(frame.at[o, "cores"]) < mine + CORES_DIFFER]
+            fewer = [o for o in candidates if _on_as_few_cores(frame, o, index)]
             more = [o for o in candidates if o not in fewer]
             chosen: list[Neighbour] = []
             named: list[Any] = []
@@ -528,6 +531,26 @@ def _faster_neighbours(
             position = frame.index.get_loc(index)
             found[position] = tuple(chosen[:NEIGHBOURS])
     return found
+
+
+def _declared_cores(record: Any, cpu_count: int | None) -> float:
+    """What a backend declares: every core when parallel or sharded, else one."""
+    parallel = record.parallel or record.strategy == "sharded"
+    return float(cpu_count or 1) if parallel else 1.0
+
+
+def _pool_cores(frame: pd.DataFrame, index: Any) -> float:
+    """The cores a row is pooled by: measured, or declared where the measurement was
+    made on a busy machine (other programs took the cores it would have used)."""
+    if bool(frame.at[index, "cores_contended"]) and "cores_declared" in frame:
+        return float(frame.at[index, "cores_declared"])
+    return float(frame.at[index, "cores"])
+
+
+def _on_as_few_cores(frame: pd.DataFrame, other: Any, index: Any) -> bool:
+    """Whether ``other`` ran on at most as many cores as ``index`` (`CORES_DIFFER`):
+    a boundary never turns on cores measured on a busy machine (`_pool_cores`)."""
+    return _pool_cores(frame, other) < _pool_cores(frame, index) + CORES_DIFFER
 
 
 def _without_waits(frame: pd.DataFrame, ok_median: pd.Series, intervals: _Intervals) -> list:

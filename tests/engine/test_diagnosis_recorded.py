@@ -16,7 +16,7 @@ import re
 import pandas as pd
 import pytest
 
-from scanbench.diagnosis import Cost
+from scanbench.diagnosis import CORES_DIFFER, Cost
 from scanbench.reports.frame import records_frame
 from scanbench.results import Run, load_run
 from tests.support.paths import DATA
@@ -293,3 +293,32 @@ def test_a_ratio_from_too_few_samples_is_their_range_and_decides_as_one():
 
 def _record(name: str, backend: str, scenario: str = "tridiagonal"):
     return next(r for r in _run(name).records if r.backend == backend and r.scenario == scenario)
+
+
+def _usage(cores: float, contended: bool) -> dict:
+    return {"usage": {"calls": 5, "wall_s": 1.0, "run_s": cores, "cores": cores,
+                      "contended": contended}}  # fmt: skip
+
+
+def test_a_pool_boundary_never_turns_on_cores_measured_on_a_busy_machine():
+    """cartpole/smoke/library named the 2-device sharded program (9.39x) its like-with-like
+    neighbour, while the single-device scanned program (20.9x) fell into "more cores" by
+    0.026 of a core measured on a busy machine: the declared cores pool them then."""
+    run = _run("smoke")
+    planted = {
+        "library": {"sampling": _usage(0.98, True)},
+        "scanned-xla-default": {"sampling": _usage(1.006 + CORES_DIFFER, True)},
+        "scanned": {"sampling": _usage(1.0 + CORES_DIFFER + 0.01, True)},
+        "sharded": {"sampling": _usage(1.9, True)},
+    }
+    busy = table("smoke", "mppi_tuning", planted)
+    first = lead(busy, "library")
+    assert first.neighbour.name == "scanned-xla-default", first.evidence
+    # measured on an idle machine, the same cores are told apart: half a core more is
+    # another pool, and the like-with-like lead is a one-core backend
+    idle = {
+        name: {"sampling": _usage(fields["sampling"]["usage"]["cores"], False)}
+        for name, fields in planted.items()
+    }
+    assert lead(table("smoke", "mppi_tuning", idle), "library").neighbour.name == "vmapped +xla"
+    assert run.environment.get("cpu_count") == 2
