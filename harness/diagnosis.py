@@ -62,6 +62,10 @@ every core's), the arithmetic rate, the roofline and the faster neighbour.
 - **temporaries**: XLA plans temporaries of at least `TEMPORARIES_DOMINATE` of the
   minimum the work holds (inputs + output, when that minimum is at least
   `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share).
+- **folded constants**: arrays folded into the compiled programs as constants (a
+  closed-over ``jax.Array`` or NumPy array) of at least `FOLDED_CONSTANTS` bytes: each
+  new value compiles again, and the compile and the executable grow with it; pass it as
+  an argument (memory and compile time, not the call's time: no share).
 - **far from its limit**: a JAX backend at more than `FAR_FROM_LIMIT` x the scenario's
   roofline kernel or its memory bound, and no overhead dominates: XLA's options decide
   how it compiles too; ``scanbench flags`` measures them (a suggestion, no share).
@@ -146,6 +150,7 @@ NEAR_LIMIT = 1.5  # within 1.5x of the copy bandwidth of the working set's level
 NEAR_ROOFLINE = 1.5  # within 1.5x of the roofline kernel, per core (see above)
 TEMPORARIES_DOMINATE = 0.5  # XLA temporaries / the work's minimum from which they are named
 MEANINGFUL_MINIMUM_BYTES = 2**20  # below this (MPPI's 56-byte inputs) no ratio means much
+FOLDED_CONSTANTS = 2**20  # constants folded into the programs from which they are named
 UNTIMED_COUNT = 10  # without a decomposition (scanbench profile): this many per call fire
 FASTER_BY = 1.3  # a backend of the same table this much faster is named
 CORES_DIFFER = 0.5  # cells this many cores apart ran on different numbers of cores
@@ -593,6 +598,24 @@ def _temporaries(facts: Facts) -> Finding | None:
     )
 
 
+def _constants(facts: Facts) -> Finding | None:
+    """Arrays folded into the compiled programs as constants (the static HLO)."""
+    executables = (facts.static.get("executables") or {}).values()
+    total = sum(int(e.get("constant_bytes") or 0) for e in executables)
+    if total < FOLDED_CONSTANTS:
+        return None
+    largest = max(executables, key=lambda e: int(e.get("constant_bytes") or 0))
+    return Finding(
+        Cost.CONSTANTS,
+        None,
+        f"{megabytes(total)} of arrays folded into the compiled program as constants "
+        f"(largest: {largest.get('largest_constant') or '?'}): a closed-over array is "
+        "compiled into the program, which compiles again for each new value",
+        "pass large arrays as arguments of the jitted function instead of closing over "
+        "them (jax.device_put them once)",
+    )
+
+
 def _far_from_limit(facts: Facts) -> Finding | None:
     """A JAX cell far from the roofline kernel or the memory bound: XLA's options may
     matter (`scanbench flags` measures them)."""
@@ -629,6 +652,7 @@ RULES = (
     _gpu_launch,
     _layout,
     _temporaries,
+    _constants,
     _far_from_limit,
     memory_bound,
     compute_bound,

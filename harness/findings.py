@@ -38,6 +38,7 @@ class Cost(enum.StrEnum):
     GPU_SYNC = "host syncs on a GPU"
     LAYOUT = "layout"
     TEMPORARIES = "temporaries"
+    CONSTANTS = "folded constants"
     FAR = "far from its limit"
     UNKNOWN = "not known"
 

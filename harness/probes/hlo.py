@@ -102,9 +102,48 @@ class HloEstimate:
     transposes_outside_loops: int
     copies_inside_loops: int
     transposes_inside_loops: int
+    # arrays folded into the executable as constants (a closed-over jax.Array, np.ndarray)
+    constant_bytes: int = 0
+    largest_constant: str = ""  # its HLO type, e.g. ``f32[512,512]``
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+# bytes per element of XLA's element types
+ELEMENT_BYTES = {
+    "pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
+    "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+    "s32": 4, "u32": 4, "f32": 4,
+    "s64": 8, "u64": 8, "f64": 8, "c64": 8,
+    "c128": 16,
+}  # fmt: skip
+_ARRAY_TYPE = re.compile(r"^(?P<element>[a-z0-9]+)\[(?P<dims>[0-9,]*)\]")
+
+
+def array_bytes(hlo_type: str) -> int:
+    """Bytes of an HLO array type (``f32[512,512]{1,0}``: 1 MiB); 0 for a tuple or an
+    element type not listed."""
+    match = _ARRAY_TYPE.match(hlo_type)
+    if match is None or match.group("element") not in ELEMENT_BYTES:
+        return 0
+    count = 1
+    for dim in filter(None, match.group("dims").split(",")):
+        count *= int(dim)
+    return count * ELEMENT_BYTES[match.group("element")]
+
+
+def _constants(computations: Mapping[str, list[Instruction]]) -> tuple[int, str]:
+    """(bytes, the largest's type) of every constant of the module."""
+    sizes = [
+        (array_bytes(i.type), i.type.split("{")[0])
+        for instructions in computations.values()
+        for i in instructions
+        if i.opcode == "constant"
+    ]
+    if not sizes:
+        return 0, ""
+    return sum(size for size, _ in sizes), max(sizes)[1]
 
 
 def parse(text: str) -> tuple[dict[str, list[Instruction]], str]:
@@ -223,6 +262,7 @@ def estimate(text: str) -> HloEstimate:
 
     totals = _Totals()
     kernels, launch = walk(entry, totals, False, True)
+    constants, largest = _constants(computations)
     return HloEstimate(
         kernels=kernels,
         launch_equivalent=launch,
@@ -233,6 +273,8 @@ def estimate(text: str) -> HloEstimate:
         transposes_outside_loops=totals.transposes_out,
         copies_inside_loops=totals.copies_in,
         transposes_inside_loops=totals.transposes_in,
+        constant_bytes=constants,
+        largest_constant=largest,
     )
 
 

@@ -160,6 +160,29 @@ def test_temporaries_that_dominate_the_memory_are_named():
         assert Cost.TEMPORARIES not in costs(diagnose(facts(memory=other)))
 
 
+def test_a_closed_over_array_folded_into_the_program_is_named():
+    """A jitted function that closes over a 512 x 512 array: XLA folds it into the
+    executable as a constant (compiled for real, its optimized HLO read)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from scanbench.probes.hlo import estimate
+
+    weights = jnp.asarray(np.random.default_rng(0).random((512, 512), np.float32))
+    x = jnp.ones((4, 512), weights.dtype)
+    text = jax.jit(lambda x: x @ weights + 1.0).lower(x).compile().as_text()
+    static = {"executables": {"jit_closure": estimate(text).to_json()}}
+    finding = next(f for f in diagnose(facts(static=static)) if f.cost == Cost.CONSTANTS)
+    assert finding.share is None  # compile time and memory, not the call's time
+    folded = f"{weights.nbytes / 1e6:,.1f} MB of arrays folded into the compiled program"
+    assert folded in finding.evidence  # the array's own bytes
+    assert "[512,512])" in finding.evidence and "as arguments" in finding.fix
+    passed = jax.jit(lambda x, w: x @ w + 1.0).lower(x, weights)
+    static = {"executables": {"jit_argument": estimate(passed.compile().as_text()).to_json()}}
+    assert Cost.CONSTANTS not in costs(diagnose(facts(static=static)))
+
+
 @pytest.mark.parametrize(("x_bandwidth", "x_roofline"), [(1.3, None), (None, 1.3)])
 def test_a_cell_near_its_limit_says_so(x_bandwidth, x_roofline):
     findings = diagnose(facts(x_bandwidth=x_bandwidth, x_roofline=x_roofline))
