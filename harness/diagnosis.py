@@ -62,6 +62,8 @@ every core's), the arithmetic rate, the roofline and the faster neighbour.
 - **temporaries**: XLA plans temporaries of at least `TEMPORARIES_DOMINATE` of the
   minimum the work holds (inputs + output, when that minimum is at least
   `MEANINGFUL_MINIMUM_BYTES`), naming the largest: memory, not time (no share).
+- **live arrays grow**: JAX arrays a call leaves alive once its output is dropped, grown
+  by two calls in a row (memory over time, not the call's time: no share).
 - **folded constants**: arrays folded into the compiled programs as constants (a
   closed-over ``jax.Array`` or NumPy array) of at least `FOLDED_CONSTANTS` bytes: each
   new value compiles again, and the compile and the executable grow with it; pass it as
@@ -598,6 +600,23 @@ def _temporaries(facts: Facts) -> Finding | None:
     )
 
 
+def _leak(facts: Facts) -> Finding | None:
+    """JAX arrays a call leaves alive once its output is dropped, grown over two calls."""
+    growth = facts.memory.get("live_growth") or {}
+    nbytes = int(growth.get("bytes_per_call") or 0)
+    if nbytes <= 0:
+        return None
+    arrays = int(growth.get("arrays_per_call") or 0)
+    return Finding(
+        Cost.LEAK,
+        None,
+        f"each call leaves {arrays:,} more JAX arrays ({megabytes(nbytes)}) alive after its "
+        "output is dropped (two calls in a row, each grew the live arrays)",
+        "drop the device arrays the function keeps between calls (a list, a cache, a "
+        "global): a long run grows until device memory runs out",
+    )
+
+
 def _constants(facts: Facts) -> Finding | None:
     """Arrays folded into the compiled programs as constants (the static HLO)."""
     executables = (facts.static.get("executables") or {}).values()
@@ -652,6 +671,7 @@ RULES = (
     _gpu_launch,
     _layout,
     _temporaries,
+    _leak,
     _constants,
     _far_from_limit,
     memory_bound,

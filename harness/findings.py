@@ -39,6 +39,7 @@ class Cost(enum.StrEnum):
     LAYOUT = "layout"
     TEMPORARIES = "temporaries"
     CONSTANTS = "folded constants"
+    LEAK = "live arrays grow"
     FAR = "far from its limit"
     UNKNOWN = "not known"
 

@@ -13,6 +13,7 @@ fails stores its error next to the counts instead of a number; the timing stays 
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -221,9 +222,40 @@ def call_memory(
 
     if backend.setup is not None:  # untimed and outside the measured peak
         backend.setup(prepared)
+    before = live_arrays()
     output, peak = call_peak(lambda: call_and_wait(backend.run, prepared), platform)
     output_bytes = tree_nbytes(output)
-    return memory_counts(peak, input_bytes, output_bytes, static)
+    del output
+    counts = memory_counts(peak, input_bytes, output_bytes, static)
+    growth = _live_growth(backend, prepared, before)
+    return {**counts, "live_growth": growth} if growth is not None else counts
+
+
+def live_arrays() -> tuple[int, int]:
+    """(bytes, count) of the JAX arrays alive in this process, after a collection."""
+    gc.collect()
+    alive = jax.live_arrays()
+    return sum(int(array.nbytes) for array in alive), len(alive)
+
+
+def _live_growth(backend: Backend, prepared: Any, before: tuple[int, int]) -> dict[str, int] | None:
+    """The JAX arrays a call leaves alive after its output is dropped (a list, a cache or
+    a global that keeps device arrays across calls): measured around the memory call,
+    and, when that one grew, confirmed by one more call that must grow again (a cache
+    filled once is no leak). Per call: the smaller of the two. None: no growth."""
+    grown = live_arrays()
+    first = (grown[0] - before[0], grown[1] - before[1])
+    if first[0] <= 0:
+        return None
+    if backend.setup is not None:
+        backend.setup(prepared)
+    output = call_and_wait(backend.run, prepared)
+    del output
+    again = live_arrays()
+    second = (again[0] - grown[0], again[1] - grown[1])
+    if second[0] <= 0:
+        return None
+    return {"bytes_per_call": min(first[0], second[0]), "arrays_per_call": min(first[1], second[1])}
 
 
 def memory_counts(

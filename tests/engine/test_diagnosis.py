@@ -160,6 +160,14 @@ def test_temporaries_that_dominate_the_memory_are_named():
         assert Cost.TEMPORARIES not in costs(diagnose(facts(memory=other)))
 
 
+def test_live_arrays_that_grow_every_call_are_named():
+    growth = {"live_growth": {"bytes_per_call": 4_000_000, "arrays_per_call": 2}}
+    finding = next(f for f in diagnose(facts(memory=growth)) if f.cost == Cost.LEAK)
+    assert finding.share is None and "2 more JAX arrays (4.0 MB)" in finding.evidence
+    assert "keeps between calls" in finding.fix
+    assert Cost.LEAK not in costs(diagnose(facts(memory={})))
+
+
 def test_a_closed_over_array_folded_into_the_program_is_named():
     """A jitted function that closes over a 512 x 512 array: XLA folds it into the
     executable as a constant (compiled for real, its optimized HLO read)."""

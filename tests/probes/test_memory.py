@@ -263,3 +263,39 @@ def test_a_call_timed_after_counting_is_not_slowed_by_the_memory_probe():
             faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     output_pages = size["n"] * size["batch"] * 8 // 4096  # 195: the output alone
     assert statistics.median(faults) < output_pages / 4, f"page faults per call: {faults}"
+
+
+def _backend_of(run):
+    from scanbench import Backend, Strategy
+
+    return Backend(
+        name="leaky", strategy=Strategy.VMAPPED, engine="jax", prepare=lambda i, s: i, run=run
+    )
+
+
+def test_a_function_that_keeps_device_arrays_between_calls_is_found():
+    """A function that appends each call's result to a Python list: the arrays it keeps
+    alive grow by the same bytes every call; one that keeps nothing does not grow, nor
+    one that fills a cache once."""
+    import jax.numpy as jnp
+
+    from scanbench.probes.passes import call_memory
+
+    x = jnp.ones(1000, jnp.float32)
+    kept: list = []
+
+    def leaky(prepared):
+        kept.append(prepared * 2.0)
+        return prepared + 1.0
+
+    growth = call_memory(_backend_of(leaky), x, "cpu", None, None)["live_growth"]
+    assert growth == {"bytes_per_call": 4000, "arrays_per_call": 1}
+    clean = call_memory(_backend_of(lambda p: p + 1.0), x, "cpu", None, None)
+    assert "live_growth" not in clean
+    cache: dict = {}
+
+    def cached(prepared):
+        cache.setdefault("table", prepared * 3.0)  # filled by the first call only
+        return prepared + 1.0
+
+    assert "live_growth" not in call_memory(_backend_of(cached), x, "cpu", None, None)
