@@ -16,6 +16,7 @@ from .problem import AXES, make_inputs, sizes, work
 from .reference64 import check, describe, reference
 from .ribs_loops import library_backend, sequential_backend
 from .scanned import scanned_backend
+from .sharded import sharded_backend
 
 
 def backends() -> list[Backend]:
@@ -31,6 +32,9 @@ def backends() -> list[Backend]:
         scanned_backend(
             "scanned",
             description="CMA-ME in one lax.scan: evosax emitters (vmapped), array archive",
+        ),
+        sharded_backend(
+            "sharded", description="scanned, the population's evaluation split over devices"
         ),
     ]
 

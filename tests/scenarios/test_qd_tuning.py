@@ -235,3 +235,33 @@ def test_the_tuners_loop_costs_one_dispatch_and_one_conversion_per_solution(batc
     assert conversions.by_kind == {"np.asarray": config.generations}
     counts, conversions = found["scanned"]
     assert counts.dispatches == 1 and conversions.total == 0
+
+
+_SHARDED_EQUALS_SCANNED = """
+import os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=3"
+import json, jax, numpy as np
+from scanbench.scenarios.qd_tuning import SCENARIO
+size = SCENARIO.size("smoke")
+inputs = SCENARIO.make_inputs(size, 0, "float32")
+outputs = {}
+for name in ("scanned", "sharded"):
+    backend = SCENARIO.backend(name)
+    outputs[name] = backend.to_reference(backend.run(backend.prepare(inputs, size)))
+print(json.dumps({
+    "devices": len(jax.devices()),
+    "equal": [bool(np.array_equal(np.asarray(a), np.asarray(b)))
+              for a, b in zip(outputs["scanned"], outputs["sharded"])],
+}))
+"""
+
+
+def test_sharded_runs_the_scanned_search_on_three_devices():
+    """The population (4 solutions at smoke: padded to 6) evaluated over 3 devices gives
+    the scanned backend's archive and history exactly."""
+    import json
+
+    out = subprocess.run([sys.executable, "-c", _SHARDED_EQUALS_SCANNED],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == {"devices": 3, "equal": [True] * 6}, out.stderr[-2000:]
