@@ -14,7 +14,7 @@ from scanbench import Backend, Scenario
 
 from .problem import AXES, make_inputs, sizes, work
 from .reference64 import check, describe, reference
-from .ribs_loops import library_backend, sequential_backend
+from .ribs_loops import library_backend, numba_backend, sequential_backend
 from .scanned import scanned_backend
 from .sharded import sharded_backend
 
@@ -35,6 +35,11 @@ def backends() -> list[Backend]:
         ),
         sharded_backend(
             "sharded", description="scanned, the population's evaluation split over devices"
+        ),
+        numba_backend(
+            "numba",
+            description="pyribs ask/tell, the population evaluated by a float32 Numba kernel "
+            "(the K samples as lanes, prange over solutions)",
         ),
     ]
 

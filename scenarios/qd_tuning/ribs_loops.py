@@ -23,7 +23,14 @@ import numpy as np
 
 from scanbench import Backend, Size, Strategy, loop_backend
 
-from .evaluation import INITIAL_SOLUTION, SOLUTION_DIM, evaluate, evaluate_population
+from .evaluation import (
+    INITIAL_SOLUTION,
+    NOISE_MEAN_SCALE,
+    SOLUTION_DIM,
+    evaluate,
+    evaluate_population,
+    solution_bounds,
+)
 from .problem import (
     EPSILON,
     MEASURE_LOWER,
@@ -174,4 +181,42 @@ def library_backend(name: str, **kwargs) -> Backend:
             "evaluate_population": (prepared["compiled"], prepared["inputs"].config.generations)
         },
         **kwargs,
+    )
+
+
+def _numba_prepare(inputs: QdInputs, size: Size) -> dict[str, Any]:
+    """pyribs with the float32 Numba evaluation (`numba_measures`), fed the JAX draws."""
+    from scanbench.scenarios.mppi_tuning import numba_lanes  # imports Numba: these cells
+    from scanbench.scenarios.mppi_tuning.objective import episode_noise
+
+    from . import numba_measures
+
+    config = inputs.config
+    mppi = config.mppi
+    numba_lanes.check_dt(mppi.dt)
+    system = numba_lanes.SYSTEM_CODES[mppi.system]
+    u_max = np.float32(mppi.dynamics.u_max)
+    keys = evaluation_keys(root_key(inputs.seed), mppi.episodes)
+    noise, starts = jax.jit(lambda k: episode_noise(k, mppi))(keys)
+    noise, starts = np.asarray(noise, np.float32), np.asarray(starts, np.float32)
+    lower, upper = solution_bounds()
+
+    def evaluate_generation(solutions: np.ndarray) -> np.ndarray:
+        z = np.clip(np.asarray(solutions, np.float32), lower, upper)
+        lambdas, sigmas = np.exp(z[:, 0]), np.exp(z[:, 1])
+        means = (z[:, 2] * np.float32(NOISE_MEAN_SCALE) * u_max).astype(np.float32)
+        values = numba_measures.evaluate_solutions(
+            system, lambdas, sigmas, means, noise, starts, u_max
+        )
+        return values.astype(np.float64)
+
+    evaluate_generation(np.zeros((2, SOLUTION_DIM)))  # compile (or load the cache)
+    _warm_pyribs(config)
+    return {"inputs": inputs, "evaluate": evaluate_generation}
+
+
+def numba_backend(name: str, **kwargs) -> Backend:
+    # numba_measures.evaluate_solutions runs prange over solutions: every core
+    return _pyribs_backend(
+        name, Strategy.NUMBA, _numba_prepare, engine="numba", parallel=True, **kwargs
     )

@@ -187,7 +187,7 @@ def _full_and_empty(output) -> tuple[int, int]:
 def test_without_pyribs_its_backends_are_skipped_with_the_reason(monkeypatch):
     monkeypatch.setattr(ribs_loops, "pyribs_available", lambda: False)
     built = {backend.name: backend for backend in backends()}
-    for name in ("sequential", "library"):
+    for name in ("sequential", "library", "numba"):
         assert not built[name].runs_at("smoke") and not built[name].runs_at("default")
         assert "pip install 'scanbench[mppi]'" in built[name].skip_reason
     assert built["scanned"].runs_at("smoke")
