@@ -265,3 +265,14 @@ def test_sharded_runs_the_scanned_search_on_three_devices():
                          capture_output=True, text=True, check=True)  # fmt: skip
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found == {"devices": 3, "equal": [True] * 6}, out.stderr[-2000:]
+
+
+def test_the_seeds_comparison_fails_a_search_outside_pyribs_range():
+    from scanbench.scenarios.qd_tuning.statistics import verdict
+
+    pyribs = [{"coverage": c, "qd_score": 10 * c} for c in (0.2, 0.3, 0.25)]
+    inside = [{"coverage": c, "qd_score": 10 * c} for c in (0.22, 0.28, 0.4)]
+    outside = [{"coverage": c, "qd_score": 10 * c} for c in (0.1, 0.12, 0.4)]
+    assert verdict({"pyribs": pyribs, "jax": inside})[0]
+    within, lines = verdict({"pyribs": pyribs, "jax": outside})
+    assert not within and "coverage  JAX median OUTSIDE pyribs' range" in lines
