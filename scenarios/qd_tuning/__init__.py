@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from scanbench import Backend, Scenario
 
+from .cma_me_scan import scanned_backend
 from .problem import AXES, make_inputs, sizes, work
 from .reference64 import check, describe, reference
 from .ribs_loops import library_backend, numba_backend, sequential_backend
-from .scanned import scanned_backend
 from .sharded import sharded_backend
 
 

@@ -22,9 +22,9 @@ from jax.sharding import PartitionSpec as P
 from scanbench import Backend, Compiled, Size, Strategy, compiled_backend, placement
 from scanbench.scenarios.mppi_tuning.controller import Config
 
+from .cma_me_scan import tune_cma_me
 from .evaluation import evaluate_population
 from .problem import QdInputs, QdResult, root_key
-from .scanned import tune_cma_me
 
 AXIS = "population"
 

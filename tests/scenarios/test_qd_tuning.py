@@ -21,6 +21,12 @@ from scanbench.api import MismatchError
 from scanbench.probes.conversions import count_conversions
 from scanbench.probes.trace import trace_calls
 from scanbench.scenarios.qd_tuning import backends, ribs_loops
+from scanbench.scenarios.qd_tuning.cma_me_scan import (
+    cell_of,
+    empty_archive,
+    insert,
+    two_stage_ranks,
+)
 from scanbench.scenarios.qd_tuning.evaluation import evaluate, evaluate_population
 from scanbench.scenarios.qd_tuning.problem import (
     MEASURE_LOWER,
@@ -31,7 +37,6 @@ from scanbench.scenarios.qd_tuning.problem import (
     evaluation_keys,
     root_key,
 )
-from scanbench.scenarios.qd_tuning.scanned import cell_of, empty_archive, insert, two_stage_ranks
 from tests.conftest import bundled, scenario_case
 
 SCENARIOS = ["qd_tuning", "qd_tuning_cartpole"]
@@ -282,7 +287,7 @@ def test_the_sharded_evaluation_is_the_plain_one_on_three_devices():
 
 
 def test_the_seeds_comparison_fails_a_search_outside_pyribs_range():
-    from scanbench.scenarios.qd_tuning.statistics import verdict
+    from scanbench.scenarios.qd_tuning.seed_comparison import verdict
 
     pyribs = [{"coverage": c, "qd_score": 10 * c} for c in (0.2, 0.3, 0.25)]
     inside = [{"coverage": c, "qd_score": 10 * c} for c in (0.22, 0.28, 0.4)]

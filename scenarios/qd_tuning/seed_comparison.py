@@ -7,7 +7,7 @@ This script compares them as searches instead: for each seed, both run the same 
 coverage and QD score should fall within the range of pyribs' runs. It takes minutes at
 `default`, so it is a script, not a test::
 
-    python -m scanbench.scenarios.qd_tuning.statistics --system pendulum --size default \\
+    python -m scanbench.scenarios.qd_tuning.seed_comparison --system pendulum --size default \\
         --seeds 8
 
 It prints one line per backend (minimum, median and maximum over the seeds) and exits
@@ -23,10 +23,10 @@ from typing import Any
 import jax
 import numpy as np
 
+from .cma_me_scan import tune_cma_me
 from .evaluation import evaluate_population
 from .problem import QdInputs, evaluation_keys, make_inputs, root_key, sizes
 from .ribs_loops import tune_with_pyribs
-from .scanned import tune_cma_me
 
 NUMBERS = ("coverage", "qd_score")
 
