@@ -115,9 +115,9 @@ def tune_with_pyribs(config: QdConfig, seed: int, evaluate_generation: Evaluator
     )
 
 
-def _warm_pyribs(config: QdConfig) -> None:
+def _warm_pyribs(config: QdConfig, seed: int) -> None:
     """One ask and tell on a throwaway scheduler: pyribs' Numba compile, untimed."""
-    _, scheduler = make_scheduler(config, 0)
+    _, scheduler = make_scheduler(config, seed)
     solutions = scheduler.ask()
     scheduler.tell(np.zeros(len(solutions)), np.full((len(solutions), 2), 0.75))
 
@@ -128,7 +128,7 @@ def _sequential_prepare(inputs: QdInputs, size: Size) -> dict[str, Any]:
     keys = jax.device_put(evaluation_keys(root_key(inputs.seed), mppi.episodes))
     one = jax.jit(lambda k, z: evaluate(k, z, mppi))
     jax.block_until_ready(one(keys, np.zeros(SOLUTION_DIM)))  # compile for float64 rows
-    _warm_pyribs(config)
+    _warm_pyribs(config, inputs.seed)
 
     def evaluate_generation(solutions: np.ndarray) -> np.ndarray:
         objectives, measures = [], []
@@ -149,7 +149,7 @@ def _library_prepare(inputs: QdInputs, size: Size) -> dict[str, Any]:
     compiled = (
         jax.jit(lambda k, z: evaluate_population(k, z, mppi)).lower(keys, solutions).compile()
     )
-    _warm_pyribs(config)
+    _warm_pyribs(config, inputs.seed)
 
     def evaluate_generation(solutions: np.ndarray) -> np.ndarray:
         return np.asarray(compiled(keys, np.asarray(solutions, np.float32)), np.float64)
@@ -211,7 +211,7 @@ def _numba_prepare(inputs: QdInputs, size: Size) -> dict[str, Any]:
         return values.astype(np.float64)
 
     evaluate_generation(np.zeros((2, SOLUTION_DIM)))  # compile (or load the cache)
-    _warm_pyribs(config)
+    _warm_pyribs(config, inputs.seed)
     return {"inputs": inputs, "evaluate": evaluate_generation}
 
 
