@@ -201,6 +201,8 @@ def loop_of(facts: Facts) -> tuple[float, str] | None:
     line = hottest[0]
     if str(line.get("where", "")).startswith("<"):
         return None  # generated code (Numba's `<string>`): compiled code, not a Python loop
+    if line.get("count") is None:
+        return None  # counted at a few sizes and not linear along count_along: no number
     code = str(line.get("code", ""))
     code = code if len(code) <= 60 else code[:57] + "..."
     return float(line["count"]), f"{line.get('where')}: `{code}`"

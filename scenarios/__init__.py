@@ -10,4 +10,6 @@ CATALOGUE = {
     "tridiagonal": "scanbench.scenarios.tridiagonal:SCENARIO",
     "mppi_tuning": "scanbench.scenarios.mppi_tuning:SCENARIO",
     "mppi_tuning_cartpole": "scanbench.scenarios.mppi_tuning:CARTPOLE_SCENARIO",
+    "qd_tuning": "scanbench.scenarios.qd_tuning:SCENARIO",
+    "qd_tuning_cartpole": "scanbench.scenarios.qd_tuning:CARTPOLE_SCENARIO",
 }

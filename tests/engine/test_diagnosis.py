@@ -19,6 +19,7 @@ from scanbench.diagnosis import (
     diagnose,
     summary,
 )
+from scanbench.evidence import loop_of
 from tests.support.paths import DATA
 
 COSTS = {"dispatch_queued_s": 11e-6, "kernel_launch_s": 40e-9}
@@ -469,6 +470,16 @@ def test_a_host_loop_of_library_calls_is_named_with_its_iterations():
     )
     assert numba[0].cost == Cost.UNKNOWN and "loop" not in numba[0].evidence
     assert "its hottest Python line runs once per call (numba_solvers.py:57" in numba[0].evidence
+
+
+def test_a_hottest_line_whose_count_did_not_extrapolate_is_no_loop():
+    """Counted at 2, 3 and 4 units of `count_along` and not linear, a line's count is
+    stored as None (`scanbench.probes.extrapolation`): no loop is claimed, nothing fails
+    (qd_tuning's numba cell at `default` crashed the report's gap with a TypeError)."""
+    unknown = [{"where": "ribs_loops.py:72", "count": None, "code": "emitters = ["}]
+    base = {"median_s": 0.05, "engine": "numba", "rates": RATES, "python": {"hottest": unknown}}
+    assert loop_of(facts(**base)) is None
+    assert Cost.HOST_LOOP not in costs(diagnose(facts(**base)))
 
 
 def test_waits_are_priced_by_the_same_loop_without_them():
