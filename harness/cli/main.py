@@ -16,9 +16,11 @@ Exit codes (``docs/cli.md``): 0 done; 1 a failed cell, a regression, a run not a
 of BSD's sysexits.h, "an internal software error"); 130 and 143 interrupted by SIGINT
 and SIGTERM (what was finished is saved).
 
-The directory the command runs in comes first on the import path of this process and of
-every worker it starts, as ``python -m`` does: a scenario file imports the user's own
-packages from there (`scanbench.import_path`).
+The directory the command runs in is not on the import path of this process: a file
+planted there (``tabulate.py`` in a folder of downloaded artefacts) must not run when
+``scanbench report`` imports its libraries. It is put first, as ``python -m`` does, only
+when a command loads a scenario of the user's (`scanbench.sources.load`): a scenario file
+imports the user's own packages from there (`scanbench.import_path`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from collections.abc import Sequence
 from ..api import HarnessError
 from ..credentials import redact, redacted_output
 from ..execution.interrupts import Interrupted
-from ..import_path import use_import_root
 from . import ab, bisect, flags, gate, gather, history, listing, profile, report, run
 from .options import Parser
 
@@ -82,7 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(words)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
         return int(stop.code or 0)
-    use_import_root()  # a scenario file imports the user's code as `python -m` would
     with redacted_output():  # every line the command prints, without credentials
         return _run(args)
 
