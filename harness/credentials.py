@@ -35,8 +35,10 @@ import contextlib
 import re
 import sys
 import urllib.parse
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
+
+from .shown_text import escaped_surrogates, for_terminal
 
 REDACTED = "REDACTED"
 SSH_USER = "git"  # ``git@github.com:o/r``: the SSH convention, not a secret
@@ -134,14 +136,15 @@ def public_url(url: str | None) -> str | None:
 
 
 class Redacting:
-    """A text stream that passes what is written to it through `redact` (everything
-    else, ``flush``, ``isatty``, ``fileno``, ..., is the wrapped stream's)."""
+    """A text stream that passes what is written to it through `redact`, then ``shown``
+    (everything else, ``flush``, ``isatty``, ``fileno``, ..., is the wrapped stream's)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, shown: Callable[[str], str] = escaped_surrogates) -> None:
         self.stream = stream
+        self.shown = shown
 
     def write(self, text: str) -> int:
-        self.stream.write(redact(text))
+        self.stream.write(self.shown(redact(text)))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
@@ -155,9 +158,13 @@ class Redacting:
 @contextlib.contextmanager
 def redacted_output() -> Iterator[None]:
     """Within the block, ``sys.stdout`` and ``sys.stderr`` are `Redacting` streams: what
-    a command prints (its report, its progress lines, a traceback) holds no credential."""
+    a command prints (its report, its progress lines, a traceback) holds no credential,
+    no lone surrogate (each is escaped: stdout would raise on it) and, on stdout, no
+    control character a terminal would obey (`scanbench.shown_text.for_terminal`; stderr
+    carries the progress bar's own, and the lines scanbench writes there are escaped
+    where they are made)."""
     before = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = Redacting(sys.stdout), Redacting(sys.stderr)
+    sys.stdout, sys.stderr = Redacting(sys.stdout, for_terminal), Redacting(sys.stderr)
     try:
         yield
     finally:

@@ -168,8 +168,9 @@ def _umask() -> int:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write text (UTF-8) to ``path`` as `write_bytes_atomic` does, without credentials
-    (`scanbench.credentials.redact`: results, reports and summaries all come here)."""
-    return write_bytes_atomic(path, redact(text).encode("utf-8"))
+    (`scanbench.credentials.redact`: results, reports and summaries all come here); a lone
+    surrogate (a file name that is not UTF-8, `os.fsdecode`) is written as its escape."""
+    return write_bytes_atomic(path, redact(text).encode("utf-8", "backslashreplace"))
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from ..api import HarnessError
 from ..credentials import redact, redacted_output
 from ..execution.interrupts import Interrupted
+from ..shown_text import for_terminal
 from . import ab, bisect, flags, gate, gather, history, listing, profile, report, run
 from .options import Parser
 
@@ -87,21 +88,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
 
 
+def _shown(text: str) -> str:
+    """A line for stderr: without credentials, and with the control characters of a
+    message (a scenario's, a file name's) escaped, not obeyed by the terminal."""
+    return for_terminal(redact(text))
+
+
 def _run(args: argparse.Namespace) -> int:
     """The command's handler; its errors as one line (exit 2), a crash as its traceback
     and one line (exit 70)."""
     try:
         return args.handler(args)
     except Interrupted as stop:  # what was finished is saved; the message says where
-        print(redact(str(stop)), file=sys.stderr)
+        print(_shown(str(stop)), file=sys.stderr)
         return stop.exit_code
     except HarnessError as error:
-        print(redact(f"scanbench: error: {error}"), file=sys.stderr)
+        print(_shown(f"scanbench: error: {error}"), file=sys.stderr)
         return USAGE_ERROR
     except Exception as error:  # a crash: shown whole, with a code of its own
-        print(redact("".join(traceback.format_exception(error))), file=sys.stderr, end="")
+        trace = "".join(traceback.format_exception(error))
+        print(_shown(trace), file=sys.stderr, end="")
         print(
-            redact(
+            _shown(
                 f"scanbench: internal error: `scanbench {args.command}` crashed "
                 f"({type(error).__name__}: {error}); exit code {CRASHED}: a bug in scanbench "
                 "or in code it ran in this process, at the end of the traceback above"

@@ -33,6 +33,7 @@ from ..probes.gpu import with_command_buffers
 from ..results import validate_record
 from ..sampling import TimingConfig
 from ..sharding.distributed import environ_for
+from ..shown_text import for_terminal
 from ..stages import PAUSED_STAGE
 from ..statistics import summarize_scaled
 from ..units import format_duration, format_seconds
@@ -404,7 +405,10 @@ def run_cells(
         columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
         progress = stack.enter_context(Progress(*columns, console=console))
         task = progress.add_task("starting", total=len(cells))
-        say = console.print
+
+        def say(line: str) -> None:  # a cell's error is text, never markup or escapes
+            console.print(for_terminal(redact(line)), markup=False)
+
     running: dict[int, str] = {}
     lock = threading.Lock()
 
@@ -455,7 +459,7 @@ def run_cells(
 def emit(line: str) -> None:
     """A progress line on stderr, flushed (CI logs show it as it happens); one write, so
     the lines of two cells running at once never mix."""
-    sys.stderr.write(redact(line) + "\n")
+    sys.stderr.write(for_terminal(redact(line)) + "\n")
     sys.stderr.flush()
 
 
