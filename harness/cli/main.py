@@ -103,7 +103,9 @@ def _run(args: argparse.Namespace) -> int:
         print(_shown(str(stop)), file=sys.stderr)
         return stop.exit_code
     except HarnessError as error:
-        print(_shown(f"scanbench: error: {error}"), file=sys.stderr)
+        # one line, whatever the message holds: a scenario's text may hold line breaks,
+        # and a line of its own starting with `::` is a command to GitHub's runner
+        print(_shown(f"scanbench: error: {error}").replace("\n", "\\n"), file=sys.stderr)
         return USAGE_ERROR
     except Exception as error:  # a crash: shown whole, with a code of its own
         trace = "".join(traceback.format_exception(error))

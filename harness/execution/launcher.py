@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..api import HarnessError, Record, StoreError, Strategy
@@ -415,7 +416,8 @@ def run_cells(
     def one(index: int, cell: Cell) -> Record:
         running[index] = cell.label
         if progress is not None:
-            progress.update(task, description=", ".join(running.values()))
+            labels = for_terminal(", ".join(running.values()))  # names: text, not markup
+            progress.update(task, description=escape(labels))
         else:
             say(f"[{index + 1}/{len(cells)}] {cell.label}: running")
         cell_started = time.perf_counter()

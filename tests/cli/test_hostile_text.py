@@ -93,3 +93,11 @@ def test_the_job_summary_takes_hostile_text(tmp_path):
     assert append_summary(summary, HOSTILE_ERROR) > 0
     assert "caf\\udce9.npy" in summary.read_text(encoding="utf-8")
     assert not ESCAPES.search(summary.read_text(encoding="utf-8").replace("\n", ""))
+
+
+def test_an_error_is_one_line_whatever_its_message_holds(tmp_path, capsys):
+    scenario = tmp_path / "broken.py"
+    scenario.write_text('raise RuntimeError("boom\\n::error::injected\\x1b[2J")\n')
+    assert main(["list", "--scenario-file", str(scenario)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith("RuntimeError: boom\\n::error::injected\\x1b[2J")
