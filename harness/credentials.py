@@ -44,18 +44,19 @@ REDACTED = "REDACTED"
 SSH_USER = "git"  # ``git@github.com:o/r``: the SSH convention, not a secret
 
 # a URL in free text: a scheme, ://, then anything up to a space, a quote or a bracket.
-# The scheme is the shortest tail of a run of scheme characters that starts at a word
-# boundary with a letter. Written as ``\b[A-Za-z][A-Za-z0-9+.\-]*://...`` it is tried at
-# every boundary of a run (``a.a.a.a...``) and each try reads the run to its end: 80 KB
-# took 3 s. Here a run is read once: only its first character may start a match (the
-# lookbehind), the lookahead checks once that the run ends in ``://`` and a URL, and
-# ``lead`` (kept as it is) is the part of the run before the scheme.
+# The scheme is the longest tail of a run of scheme characters that starts with a letter,
+# whatever stands before it (``x_https://user:token@host``, glued to a word, is a URL
+# too). Written as ``[A-Za-z][A-Za-z0-9+.\-]*://...`` it is tried at every letter of a
+# run (``a.a.a.a...``) and each try reads the run to its end: 80 KB took 3 s. Here a run
+# is read once: only its first character may start a match (the lookbehind), the
+# lookahead checks once that the run ends in ``://`` and a URL, and ``lead`` (kept as it
+# is: digits, ``+``, ``.``, ``-``) is the part of the run before the scheme.
 SCHEME_CHARACTER = r"[A-Za-z0-9+.\-]"
 URL_CHARACTER = r"[^\s\"'<>`\\]"
 URL = re.compile(
     rf"(?<!{SCHEME_CHARACTER})(?={SCHEME_CHARACTER}*://{URL_CHARACTER})"
-    rf"(?P<lead>(?:{SCHEME_CHARACTER}*?[+.\-])??)"
-    rf"(?P<url>\b[A-Za-z]{SCHEME_CHARACTER}*://{URL_CHARACTER}+)"
+    rf"(?P<lead>[0-9+.\-]*)"
+    rf"(?P<url>[A-Za-z]{SCHEME_CHARACTER}*://{URL_CHARACTER}+)"
 )
 # an scp-like git remote: [user@]host:path (no scheme)
 SCP = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>[\w.\-]+):(?P<path>(?!//).*)$")

@@ -124,6 +124,11 @@ def test_urls_inside_text_and_json_are_stripped():
     assert cleaned == {"git": {"remote": "https://gitlab.com/g/r.git"}, "n": [1.5, 2]}
 
 
+@pytest.mark.parametrize("before", ["x_", "1", "é", "token=abc_", "ab1.", "-"])
+def test_a_url_glued_to_what_stands_before_it_loses_its_credentials(before):
+    assert redact(f"{before}https://u:{GH_CLASSIC}@h.example/o") == f"{before}https://h.example/o"
+
+
 def test_text_without_credentials_is_returned_unchanged():
     text = 'see https://github.com/o/r/commit/abc?plain=1 and "a@b" ghost glue ATen'
     assert redact(text) == text
@@ -244,8 +249,10 @@ def test_what_a_command_prints_is_redacted(capsys, monkeypatch):
 # ---------------------------------------------------------------- hostile texts, in time
 
 # The patterns as they were before they were made linear: the reference for what must be
-# redacted (each tries every start of a run and reads it to its end, fine on short texts).
-OLD_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>`\\]+")
+# redacted (each tries every start of a run and reads it to its end, fine on short texts);
+# the URL without the word boundary before its scheme, which kept the credentials of a
+# URL glued to a word (``x_https://user:token@host``)
+OLD_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>`\\]+")
 OLD_PARAMETER = re.compile(r"(?P<name>[^&;=]+)=(?P<value>[^&;]*)")
 
 
