@@ -103,7 +103,10 @@ def output_path(path: str | os.PathLike[str]) -> Path:
         links += 1
         if links > MAX_LINKS:
             raise StoreError(f"refusing to write {path}: too many symbolic links ({candidate})")
-        folder = os.stat(resolved)
+        try:
+            folder = os.stat(resolved)
+        except OSError as error:
+            raise StoreError(f"{path}: cannot write ({resolved}: {error.strerror})") from None
         if _planted(info, folder):
             raise StoreError(
                 f"refusing to write {path}: {candidate} is a symbolic link of user "
