@@ -3,12 +3,15 @@
 ``python -m`` and ``python -c`` put the current directory first on the import path; a
 console script such as ``scanbench`` puts its own ``bin/`` folder there instead. So that a
 scenario file can ``import mylib`` from the repository the user works in (``mylib/`` at
-its root, not installed), every command and ``compare(..., isolate=True)`` import user
-code as ``python -m`` would from the directory they were run in (the *import root*): it
-comes first on ``sys.path`` of this process and on ``PYTHONPATH`` of every process it
-starts, ahead of the entries of an existing ``PYTHONPATH`` (kept, never replaced) and of
+its root, not installed), every command that loads a user's scenario
+(`scanbench.sources.load`) and ``compare(..., isolate=True)`` import user code as
+``python -m`` would from the directory they were run in (the *import root*): it comes
+first on ``sys.path`` of this process and on ``PYTHONPATH`` of every process it starts,
+ahead of the entries of an existing ``PYTHONPATH`` (kept, never replaced) and of
 site-packages, so a package of the same name that is also installed is shadowed by the
 tree's own copy. ``gate --against`` gives each side its own tree's root in that place.
+Until a user's scenario is loaded the directory is not on the path at all
+(`scanbench.cli.main`): a command that runs no user code runs nothing planted there.
 
 Standard library only.
 """

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import InputError, Scenario, UnknownNameError
-from .import_path import import_root, shown
+from .import_path import import_root, shown, use_import_root
 from .ownership import check_owned
 
 CATALOGUE_SOURCE = "scanbench.scenarios:CATALOGUE"  # the bundled scenarios: name -> source
@@ -217,6 +217,8 @@ def _import_module(name: str, source: str) -> Any:
 
 def _attribute(source: str) -> Any:
     target, attribute = _split(source)
+    if not target.startswith("scanbench."):  # the user's code: it imports from its root
+        use_import_root(import_root())
     if target.endswith(".py"):
         module = _import_file(target)
     elif target.endswith(".pkl"):

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+from scanbench.shown_text import for_terminal, one_line, table_cell
+
 from .growth_section import GrowthSection
 from .model import Report
 
 
 def _markdown(frame) -> str:
-    return frame.to_markdown(index=False, disable_numparse=True)
+    """The table of ``frame``, each cell's text kept in its cell (``|``, line breaks)."""
+    cells = frame.map(lambda value: table_cell(value) if isinstance(value, str) else value)
+    cells.columns = [table_cell(str(name)) for name in frame.columns]
+    return cells.to_markdown(index=False, disable_numparse=True)
 
 
 def _bold_head(note: str) -> str:
@@ -56,7 +61,10 @@ def render(report: Report) -> str:
             out += ["Memory (per call):", "", _markdown(table.memory), ""]
             out += [f"- {note}" for note in table.memory_notes]
             out += [""] if table.memory_notes else []
-        out += [f"- **{backend}** {status}: {error}" for backend, status, error in table.problems]
+        out += [
+            f"- **{backend}** {status}: {one_line(error)}"
+            for backend, status, error in table.problems
+        ]
         out += [""] if table.problems else []
     for section in report.growth:
         out += _growth(section)
@@ -67,9 +75,9 @@ def render(report: Report) -> str:
         out += [report.run_time_note, ""] if report.run_time_note else []
     if report.apart:
         out += ["## Not compared", ""]
-        out += [f"- {item.what}: {item.reason}" for item in report.apart]
+        out += [f"- {one_line(item.what)}: {one_line(item.reason)}" for item in report.apart]
         out.append("")
     out += ["## Environment", ""]
-    out += [f"- {line}" for line in report.environment]
+    out += [f"- {one_line(line)}" for line in report.environment]
     out += ["", report.column_help]
-    return "\n".join(out)
+    return for_terminal("\n".join(out))  # shown in terminals: no escape sequence obeyed

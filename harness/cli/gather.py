@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..safe_files import outputs_apart
+
 HELP = "merge the shards of a run into one results file"
 
 
@@ -32,10 +34,12 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution.gathering import gather_into
+    from ..execution.gathering import gather_into, shard_files
     from .run import finish  # the reports: written as `scanbench run` writes them
 
     out = Path(args.out)
+    outputs = {"--out": args.out, "--md": args.md, "--html": args.html}
+    outputs_apart(outputs, shard_files(args.shards))  # no report over a shard or the merged run
     for line in gather_into(args.shards, out, args.force):
         print(line, file=sys.stderr)
     return finish(None, out, args)

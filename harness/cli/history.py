@@ -14,10 +14,11 @@ import os
 import sys
 from pathlib import Path
 
+from ..api import InputError
 from ..history import archive, series
 from ..history.archive import DEFAULT_DIRECTORY, Outcome, add
 from ..history.series import MIN_FACTOR
-from ..safe_files import write_text_atomic
+from ..safe_files import output_path, outputs_apart, write_text_atomic
 from .options import number
 
 HELP = "history across commits: add runs to it, write its dashboard"
@@ -99,9 +100,24 @@ def _add(args: argparse.Namespace) -> int:
     return 1 if any(item.outcome == Outcome.SKIPPED for item in done) else 0
 
 
+def _outside(args: argparse.Namespace) -> None:
+    """Refuse a dashboard or summary written over the other, or into the history directory
+    (over an entry, or as a file every later report would name as no entry)."""
+    outputs = {"--html": args.html, "--md": args.md}
+    outputs_apart(outputs, [])
+    history = os.path.realpath(args.history)
+    for option, path in outputs.items():
+        if path and os.path.dirname(output_path(path)) == history:
+            raise InputError(
+                f"{option} {path} is in the history directory {args.history}, where every "
+                "file is read as an entry; give a path outside it"
+            )
+
+
 def _report(args: argparse.Namespace) -> int:
     from ..history import changes, dashboard, summary
 
+    _outside(args)
     history = archive.load(args.history)
     for path, reason in history.skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)

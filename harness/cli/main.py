@@ -16,9 +16,11 @@ Exit codes (``docs/cli.md``): 0 done; 1 a failed cell, a regression, a run not a
 of BSD's sysexits.h, "an internal software error"); 130 and 143 interrupted by SIGINT
 and SIGTERM (what was finished is saved).
 
-The directory the command runs in comes first on the import path of this process and of
-every worker it starts, as ``python -m`` does: a scenario file imports the user's own
-packages from there (`scanbench.import_path`).
+The directory the command runs in is not on the import path of this process: a file
+planted there (``tabulate.py`` in a folder of downloaded artefacts) must not run when
+``scanbench report`` imports its libraries. It is put first, as ``python -m`` does, only
+when a command loads a scenario of the user's (`scanbench.sources.load`): a scenario file
+imports the user's own packages from there (`scanbench.import_path`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import Sequence
 from ..api import HarnessError
 from ..credentials import redact, redacted_output
 from ..execution.interrupts import Interrupted
-from ..import_path import use_import_root
+from ..shown_text import for_terminal
 from . import ab, bisect, flags, gate, gather, history, listing, profile, report, run
 from .options import Parser
 
@@ -82,9 +84,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(words)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
         return int(stop.code or 0)
-    use_import_root()  # a scenario file imports the user's code as `python -m` would
     with redacted_output():  # every line the command prints, without credentials
         return _run(args)
+
+
+def _shown(text: str) -> str:
+    """A line for stderr: without credentials, and with the control characters of a
+    message (a scenario's, a file name's) escaped, not obeyed by the terminal."""
+    return for_terminal(redact(text))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -93,15 +100,18 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return args.handler(args)
     except Interrupted as stop:  # what was finished is saved; the message says where
-        print(redact(str(stop)), file=sys.stderr)
+        print(_shown(str(stop)), file=sys.stderr)
         return stop.exit_code
     except HarnessError as error:
-        print(redact(f"scanbench: error: {error}"), file=sys.stderr)
+        # one line, whatever the message holds: a scenario's text may hold line breaks,
+        # and a line of its own starting with `::` is a command to GitHub's runner
+        print(_shown(f"scanbench: error: {error}").replace("\n", "\\n"), file=sys.stderr)
         return USAGE_ERROR
     except Exception as error:  # a crash: shown whole, with a code of its own
-        print(redact("".join(traceback.format_exception(error))), file=sys.stderr, end="")
+        trace = "".join(traceback.format_exception(error))
+        print(_shown(trace), file=sys.stderr, end="")
         print(
-            redact(
+            _shown(
                 f"scanbench: internal error: `scanbench {args.command}` crashed "
                 f"({type(error).__name__}: {error}); exit code {CRASHED}: a bug in scanbench "
                 "or in code it ran in this process, at the end of the traceback above"

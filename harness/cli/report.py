@@ -4,10 +4,9 @@ and devices side by side); never re-runs anything."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from ..api import InputError
+from ..safe_files import outputs_apart
 
 HELP = "render stored results (never re-runs)"
 
@@ -28,12 +27,7 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from scanbench.reports import comparable, written
 
-    outputs = [os.path.realpath(p) for p in (args.md, args.html) if p]
-    inputs = {os.path.realpath(p) for p in args.results}
-    if len(set(outputs)) != len(outputs) or inputs & set(outputs):
-        raise InputError(
-            "--md and --html must be different files, and neither one of the results files"
-        )
+    outputs_apart({"--md": args.md, "--html": args.html}, args.results)
     runs, apart = comparable.load_runs(args.results)
     markdown = written.write_reports(
         runs, apart, args.md, args.html, mixed_versions=args.mixed_versions

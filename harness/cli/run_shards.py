@@ -171,8 +171,7 @@ def submit(args: argparse.Namespace, invocation, out: Path, finish: Finish) -> i
         gpus_per_node=args.gpus_per_node,
     )
     minutes = executors.time_limit(settings, chosen.expected_s)
-    folder = out.with_name(out.name + ".jobs")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = executors.jobs_folder(out)  # 0700, this user's: the jobs load pickles from it
     jobs = executors.Jobs(
         executor=args.executor,
         folder=str(folder.resolve()),

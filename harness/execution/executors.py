@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import InputError, StoreError
+from ..ownership import check_owned
 from ..safe_files import write_json_atomic
 from .interrupts import Interrupted, signals_raise
 from .journal import journal_path, read_journal
@@ -220,15 +221,51 @@ def jobs_path(out: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + ".jobs.json")
 
 
+def jobs_folder(out: str | os.PathLike[str]) -> Path:
+    """The folder of a submitted run's jobs (``<out>.jobs/``), made with mode 0700 when
+    new: submitit keeps each job's pickled function there, which the job loads and runs.
+
+    Raises:
+        InputError: it is a link, another user's, or writable by group or others
+            (`scanbench.ownership.check_owned`).
+    """
+    path = Path(out)
+    folder = path.with_name(path.name + ".jobs")
+    try:
+        folder.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        pass  # an earlier submission's: checked below like a new one
+    except OSError as error:
+        raise InputError(f"cannot make the jobs folder {str(folder)!r}: {error.strerror}") from None
+    return check_owned(folder, "the jobs folder")
+
+
 def read_jobs(out: str | os.PathLike[str]) -> Jobs:
+    """The jobs file of ``out``, when it and the folders it names are this user's.
+
+    The jobs file names the folder whose pickles the jobs load and the directory they
+    import the user's code from (``cwd``): a file or folder someone else could have
+    written would let them choose that code. So the file, the jobs folder and ``cwd`` are
+    checked (`scanbench.ownership.check_owned`) before anything is picked up.
+
+    Raises:
+        StoreError: a file that is not a jobs file.
+        InputError: the file, its jobs folder or its ``cwd`` is a link, another user's,
+            or writable by group or others.
+    """
     import json
 
     path = jobs_path(out)
+    if path.exists() or path.is_symlink():
+        check_owned(path, "the jobs file", directory=False)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise StoreError(f"{path}: cannot read the jobs file ({error})") from None
-    return Jobs.from_json(data, str(path))
+    jobs = Jobs.from_json(data, str(path))
+    check_owned(jobs.folder, f"{path}: the jobs folder")
+    check_owned(jobs.cwd, f"{path}: the working directory (cwd)")
+    return jobs
 
 
 def save_jobs(jobs: Jobs) -> None:

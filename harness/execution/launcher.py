@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..api import HarnessError, Record, StoreError, Strategy
@@ -33,6 +34,7 @@ from ..probes.gpu import with_command_buffers
 from ..results import validate_record
 from ..sampling import TimingConfig
 from ..sharding.distributed import environ_for
+from ..shown_text import for_terminal
 from ..stages import PAUSED_STAGE
 from ..statistics import summarize_scaled
 from ..units import format_duration, format_seconds
@@ -404,14 +406,18 @@ def run_cells(
         columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
         progress = stack.enter_context(Progress(*columns, console=console))
         task = progress.add_task("starting", total=len(cells))
-        say = console.print
+
+        def say(line: str) -> None:  # a cell's error is text, never markup or escapes
+            console.print(for_terminal(redact(line)), markup=False)
+
     running: dict[int, str] = {}
     lock = threading.Lock()
 
     def one(index: int, cell: Cell) -> Record:
         running[index] = cell.label
         if progress is not None:
-            progress.update(task, description=", ".join(running.values()))
+            labels = for_terminal(", ".join(running.values()))  # names: text, not markup
+            progress.update(task, description=escape(labels))
         else:
             say(f"[{index + 1}/{len(cells)}] {cell.label}: running")
         cell_started = time.perf_counter()
@@ -455,7 +461,7 @@ def run_cells(
 def emit(line: str) -> None:
     """A progress line on stderr, flushed (CI logs show it as it happens); one write, so
     the lines of two cells running at once never mix."""
-    sys.stderr.write(redact(line) + "\n")
+    sys.stderr.write(for_terminal(redact(line)) + "\n")
     sys.stderr.flush()
 
 

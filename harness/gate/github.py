@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..credentials import redact
+from ..shown_text import for_terminal
 from .decide import Outcome, Verdict
 from .render import describe
 
@@ -57,7 +58,7 @@ def append_summary(path: str | os.PathLike[str], markdown: str, limit: int = SUM
     room = limit - used - 1  # the last newline
     if room <= 0:
         return 0
-    text = summary(redact(markdown), room)
+    text = summary(for_terminal(redact(markdown)), room)  # encodable, no escape sequence
     if not text:  # not even the note that it was cut fits
         return 0
     text += "\n"

@@ -229,7 +229,7 @@ def test_the_report_never_overwrites_its_input(tmp_path, capsys):
     copy = tmp_path / "in.json"
     copy.write_text(source.read_text())
     assert main(["report", str(copy), "--md", str(copy)]) == 2
-    assert "neither one of the results files" in capsys.readouterr().err
+    assert "is one of the input files" in capsys.readouterr().err
     assert load_run(copy).records  # untouched
 
 

@@ -358,3 +358,45 @@ def test_a_shard_job_resumes_on_its_host_and_keeps_another_hosts_file_aside(tmp_
     executors.run_shard(invocation, str(path), str(tmp_path))
     assert calls == [("run", path)] and not path.exists()
     assert (tmp_path / f"{path.name}.from-elsewhere").exists()
+
+
+def test_the_jobs_folder_is_private_and_a_planted_one_is_refused(tmp_path):
+    import stat
+
+    folder = executors.jobs_folder(tmp_path / "out.json")
+    assert folder == tmp_path / "out.json.jobs"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert executors.jobs_folder(tmp_path / "out.json") == folder  # an earlier submission's
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "linked.json.jobs").symlink_to(elsewhere)
+    with pytest.raises(InputError, match=r"jobs folder .* is a symbolic link"):
+        executors.jobs_folder(tmp_path / "linked.json")
+    (tmp_path / "shared.json.jobs").mkdir(mode=0o700)
+    (tmp_path / "shared.json.jobs").chmod(0o770)
+    with pytest.raises(InputError, match=r"has mode 0770 \(group or others can write it\)"):
+        executors.jobs_folder(tmp_path / "shared.json")
+
+
+def _jobs_at(tmp_path, folder, cwd):
+    return executors.Jobs(
+        "local", str(folder), str(tmp_path / "out.json"), (None, None), "r1", str(cwd), 30, {}, ()
+    )
+
+
+@pytest.mark.parametrize("where", ["folder", "cwd", "file"])
+def test_resume_refuses_a_jobs_file_naming_what_others_can_write(tmp_path, capsys, where):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    folder = shared if where == "folder" else executors.jobs_folder(tmp_path / "out.json")
+    cwd = shared if where == "cwd" else tmp_path
+    executors.save_jobs(_jobs_at(tmp_path, folder, cwd))
+    if where == "file":
+        executors.jobs_path(tmp_path / "out.json").chmod(0o666)
+    message = {"folder": "the jobs folder", "cwd": "the working directory", "file": "the jobs file"}
+    with pytest.raises(InputError, match=message[where]):
+        executors.read_jobs(tmp_path / "out.json")
+    assert main(["run", "--resume", str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert message[where] in err and len(err.strip().splitlines()) == 1, err
