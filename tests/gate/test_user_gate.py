@@ -405,3 +405,38 @@ def test_the_workflow_and_the_action_pass_the_linters(tool):
     command = [binary, *files] if tool == "actionlint" else [binary, "--offline", str(ROOT)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _history_keys(history_key: str) -> list[str]:
+    """Every history cache key and restore key of action.yml, evaluated for job "report"
+    with ``history-key`` given."""
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    context = {
+        "inputs": {"history-key": history_key},
+        "github": {"run_id": "1", "run_attempt": "2", "job": "report"},
+        "runner": {"os": "Linux", "arch": "X64"},
+    }
+    keys = []
+    for step in action["runs"]["steps"]:
+        fields = {**step.get("with", {}), **step.get("env", {})}
+        for name in ("key", "restore-keys", "KEY"):
+            text = str(fields.get(name, ""))
+            if "scanbench-history" in text:
+                keys += substitute(text, context, False).split()
+    return keys
+
+
+def test_each_matrix_leg_restores_and_saves_only_its_own_history():
+    """Issue 69: the history key was the job's id alone, shared by every matrix leg, and
+    the restore fell back to any key of the OS: legs overwrote each other's history."""
+    for history_key, leg in (("", "report"), ("ubuntu-py3.12", "ubuntu-py3.12")):
+        keys = _history_keys(history_key)
+        assert len(keys) == 4, keys  # restore, its restore key, save, the pull request's line
+        assert all(key.startswith(f"scanbench-history-Linux-X64-{leg}-") for key in keys), keys
+    assert _history_keys("a") != _history_keys("b")
+
+
+def test_the_final_upload_replaces_an_earlier_attempts_artifact():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    uploads = [s for s in action["runs"]["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert uploads and all(s["with"].get("overwrite") is True for s in uploads)
