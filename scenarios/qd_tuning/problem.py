@@ -83,7 +83,8 @@ def _size(name: str, description: str, *, emitters, batch, generations, cells, *
     return Size(name, {**params, **grid, "dt": DT, **mppi}, description)
 
 
-# (emitters, batch, generations, grid cells) and the MPPI episode of each size
+# (emitters, batch, generations, grid cells) and the MPPI episode of each size; the grids
+# are square (`reference64.describe` draws the archive from its flat cell count)
 _QD = {
     "smoke": (1, 4, 2, (5, 5)),
     "default": (1, 20, 10, (10, 10)),  # the tuner's own population of 20

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from scanbench import ArchiveMap
 from scanbench.api import MismatchError
 from scanbench.probes.conversions import count_conversions
 from scanbench.probes.trace import trace_calls
@@ -147,6 +148,11 @@ def test_the_check_accepts_the_scanned_archive(scanned_case):
     assert scenario.check(output, expected, "float32") < 1e-4
     described = scenario.describe_output(output)
     assert 0 < described["coverage"] <= 1 and described["qd_score_per_generation"][-1] > 0
+    archive = ArchiveMap.from_output(described)  # the HTML report's heatmap
+    assert archive.cells == (5, 5) and archive.occupied == described["elites"]
+    filled = np.asarray(output.elite_value)[np.asarray(output.occupied), 0]
+    drawn = [value for row in archive.objective for value in row if value is not None]
+    np.testing.assert_allclose(sorted(drawn), sorted(filled), atol=1e-4)
 
 
 def _moved(output, cell_from: int, cell_to: int):
