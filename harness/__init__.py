@@ -1,9 +1,10 @@
 """scanbench: a benchmark and profiling harness for JAX workloads.
 
 Everything a user needs is a name of this module, listed in ``__all__``: the vocabulary a
-scenario file is written in (`Scenario`, `Backend`, `Size`, `Strategy`, `Param`), the
-backend factories (`jax_backend`, `compiled_backend`, `loop_backend`, `host_backend`,
-`parametric`), the error types, and the notebook API (`compare`, `profile`, `report`).
+scenario file is written in (`Scenario`, `Backend`, `Size`, `Strategy`, `Param`,
+`ArchiveMap`), the backend factories (`jax_backend`, `compiled_backend`, `loop_backend`,
+`host_backend`, `parametric`), the error types, and the notebook API (`compare`,
+`profile`, `report`).
 Every submodule (``scanbench.execution``, ``scanbench.probes``, ``scanbench.gate``, ...) is
 internal: its names may change in any release.
 
@@ -28,6 +29,7 @@ if __name__ != "scanbench":  # e.g. `import harness` with a checkout of scanbenc
     )
 
 from .api import DTYPES, Axis, Backend, Param, Record, Scenario, Size, Status, Strategy
+from .archive_map import ArchiveMap
 from .counts import Counts
 from .errors import HarnessError, InputError, MismatchError, StoreError, UnknownNameError
 
@@ -52,6 +54,7 @@ _SUBMODULES = {"placement": ".sharding.placement"}
 
 __all__ = [
     "DTYPES",
+    "ArchiveMap",
     "Axis",
     "Backend",
     "Compiled",

@@ -65,6 +65,8 @@ Derived columns (all from stored values; nothing is re-measured):
     transfer_high_pct               unknown (jitted-call arguments, host conversions)
     overlap_pct                     how far the parts exceed the median (host and device
                                     work overlapped), 0 otherwise
+    archive_map                     the final archive a quality-diversity cell stored
+                                    (`scanbench.ArchiveMap`), else None
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ from typing import Any
 import pandas as pd
 
 from scanbench.api import cache_suffix, param_suffix
+from scanbench.archive_map import ArchiveMap
 from scanbench.bounds import bound_for
 from scanbench.counts import Counts
 from scanbench.decomposition import PARTS, decomposition_of
@@ -284,6 +287,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "warmup_skipped": bool(sampling.get("warmup_skipped")),
                     "stop": sampling.get("stop", ""),
                     "phases_s": dict(record.extra.get("phases_s") or {}),
+                    "archive_map": ArchiveMap.from_output(record.extra.get("output")),
                     "disturbed": record.disturbed,
                     "disturbed_why": "; ".join(record.interference.get("reasons", ())),
                     **_set_aside(dict(record.interference)),

@@ -3,9 +3,10 @@
 No network and no external files: CSS is inline and every plot is an SVG data URI in an
 ``<img>``. Sections: at a glance (the winner of every table), then per scenario the time vs
 size plot per device (two sizes or more), per table (scenario / size / dtype / device) one
-bar per backend (its speedup over the baseline, else its time) and the decomposition plot
-with the timing and counts tables, devices side by side when several devices measured the
-same size; then what was not compared, the environments and the column help.
+bar per backend (its speedup over the baseline, else its time), the final archive of each
+backend as a heatmap (quality-diversity cells that stored one, `scanbench.ArchiveMap`) and
+the decomposition plot with the timing and counts tables, devices side by side when several
+devices measured the same size; then what was not compared, the environments and the column help.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def _section(table: Table) -> list[str]:
         )
         for sweep in plots.parameter_sweeps(table.ok, table.title):
             out += _figure(sweep)
+    out += _figure(plots.archive_heatmaps(table.ok, table.title))  # counted-only cells too
     if table.counts is not None:
         out += ["<p>Where the time goes (per call):</p>", _table(table.counts)]
         out += [f"<p>{_esc(note)}</p>" for note in table.linear_notes]

@@ -14,7 +14,9 @@ import dataclasses
 import io
 import json
 
+import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
@@ -452,3 +454,52 @@ def parameter_sweeps(ok: pd.DataFrame, title: str) -> list[Plot]:
             )
             plots.append(Plot(f"{name} vs {param}: {title}", caption, figure))
     return plots
+
+
+def archive_heatmaps(ok: pd.DataFrame, title: str) -> Plot | None:
+    """The final archive of every cell that stored one (`scanbench.ArchiveMap`): one
+    heatmap per backend of the best objective per grid cell, on one colour scale, empty
+    cells blank; None when no cell of the table stored an archive."""
+    found = ok[ok["archive_map"].notna()] if "archive_map" in ok else ok.iloc[:0]
+    if found.empty:
+        return None
+    maps = list(found["archive_map"])
+    grids = [np.array(m.objective, dtype=float) for m in maps]  # None -> nan
+    values = np.concatenate([grid[np.isfinite(grid)] for grid in grids])
+    low, high = (values.min(), values.max()) if values.size else (0.0, 1.0)
+    columns = min(len(maps), 4)
+    rows = -(-len(maps) // columns)
+    figure = Figure(figsize=(1.0 + 2.6 * columns, 0.6 + 2.6 * rows), layout="constrained")
+    panels = figure.subplots(rows, columns, squeeze=False).ravel()
+    colormap = colormaps["viridis"].with_extremes(bad="#eeeeee")
+    image = None
+    for axes, label, archive, grid in zip(panels, _labels(found), maps, grids, strict=False):
+        (x_low, x_high), (y_low, y_high) = archive.ranges
+        image = axes.imshow(
+            np.ma.masked_invalid(grid.T),  # rows along the first measure: it is x
+            origin="lower",
+            extent=(x_low, x_high, y_low, y_high),
+            aspect="auto",
+            cmap=colormap,
+            vmin=low,
+            vmax=high,
+            interpolation="nearest",
+        )
+        cells = archive.cells[0] * archive.cells[1]
+        axes.set_title(f"{label}\n{archive.occupied} of {cells} cells", fontsize="small")
+        axes.set_xlabel(archive.measures[0], fontsize="x-small")
+        axes.set_ylabel(archive.measures[1], fontsize="x-small")
+        axes.tick_params(labelsize="x-small")
+    for axes in panels[len(maps) :]:
+        axes.set_axis_off()
+    figure.colorbar(image, ax=list(panels[: len(maps)]), label="best objective", shrink=0.8)
+    filled = "; ".join(
+        f"{label}: {archive.occupied} cells"
+        for label, archive in zip(_labels(found), maps, strict=True)
+    )
+    caption = (
+        "The final archive of each backend: the best objective found in each cell of the "
+        "measure grid (one colour scale, empty cells blank). Backends that search alike "
+        f"fill the same region. Cells filled: {filled}."
+    )
+    return Plot(f"Final archive: {title}", caption, figure)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from scanbench import Axis, Size, UnknownNameError
+from scanbench import Axis, InputError, Size, UnknownNameError
 from scanbench.scenarios.mppi_tuning.controller import Config
 
 DT = 0.1
@@ -79,11 +79,13 @@ class QdResult(NamedTuple):
 
 def _size(name: str, description: str, *, emitters, batch, generations, cells, **mppi) -> Size:
     params = {"emitters": emitters, "batch": batch, "generations": generations}
+    params["population"] = emitters * batch  # the growth axis (AXES); make_config checks it
     grid = {"effort_cells": cells[0], "angle_cells": cells[1]}
     return Size(name, {**params, **grid, "dt": DT, **mppi}, description)
 
 
-# (emitters, batch, generations, grid cells) and the MPPI episode of each size
+# (emitters, batch, generations, grid cells) and the MPPI episode of each size; the grids
+# are square (`reference64.describe` draws the archive from its flat cell count)
 _QD = {
     "smoke": (1, 4, 2, (5, 5)),
     "default": (1, 20, 10, (10, 10)),  # the tuner's own population of 20
@@ -121,9 +123,36 @@ def sizes(system: str) -> dict[str, Size]:
     return found
 
 
+def _grown_population(base: Size, value: int) -> dict[str, Any]:
+    """``population`` = value: the batch grows, the emitters stay (``value`` must be a
+    multiple of them, with a batch of 2 or more)."""
+    emitters = base["emitters"]
+    if value % emitters or value // emitters < 2:
+        raise InputError(
+            f"axis 'population' of size {base.name!r} takes multiples of its {emitters} "
+            f"emitters with a batch >= 2 (>= {2 * emitters}), got {value}; grow `batch` instead"
+        )
+    return {**base.params, "population": value, "batch": value // emitters}
+
+
+def _grown_batch(base: Size, value: int) -> dict[str, Any]:
+    return {**base.params, "batch": value, "population": base["emitters"] * value}
+
+
+def _grown_emitters(base: Size, value: int) -> dict[str, Any]:
+    return {**base.params, "emitters": value, "population": value * base["batch"]}
+
+
 AXES = {
-    "batch": Axis("batch", "solutions", "solutions per emitter per generation", minimum=2),
-    "emitters": Axis("emitters", "emitters", "CMA-ES emitters"),
+    "population": Axis(
+        "population",
+        "solutions",
+        "emitters x batch: solutions evaluated per generation (the batch grows)",
+        minimum=2,
+        derive=_grown_population,
+    ),
+    "batch": Axis("batch", "solutions", "solutions per emitter per generation", 2, _grown_batch),
+    "emitters": Axis("emitters", "emitters", "CMA-ES emitters", derive=_grown_emitters),
     "generations": Axis("generations", "generations", "G: scheduler iterations per call"),
 }
 
@@ -131,6 +160,12 @@ AXES = {
 def make_config(size: Size) -> QdConfig:
     p = dict(size.params)
     qd = {name: p.pop(name) for name in ("emitters", "batch", "generations")}
+    population = p.pop("population")
+    if population != qd["emitters"] * qd["batch"]:
+        raise InputError(
+            f"size {size.name!r}: population {population} must be emitters x batch "
+            f"= {qd['emitters']} x {qd['batch']}"
+        )
     cells = (p.pop("effort_cells"), p.pop("angle_cells"))
     mppi = Config(population=max(qd["batch"], 2), generations=qd["generations"], **p)
     return QdConfig(mppi=mppi, cells=cells, **qd)

@@ -17,17 +17,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 import jax
 import numpy as np
 
-from scanbench import MismatchError, compile_reference
+from scanbench import ArchiveMap, MismatchError, compile_reference
 from scanbench.scenarios.mppi_tuning.objective import episode_noise
 from scanbench.scenarios.mppi_tuning.problem import REFERENCE_COMPILER_OPTIONS
 from scanbench.scenarios.mppi_tuning.systems import CARTPOLE, PENDULUM
 
-from .evaluation import ANGLE_INDEX, NOISE_MEAN_SCALE, SOLUTION_DIM, solution_bounds
+from .evaluation import (
+    ANGLE_INDEX,
+    MEASURE_NAMES,
+    NOISE_MEAN_SCALE,
+    SOLUTION_DIM,
+    solution_bounds,
+)
 from .problem import (
     MEASURE_LOWER,
     MEASURE_UPPER,
@@ -266,12 +273,26 @@ def check(output: QdResult, expected: Reference, dtype: str) -> float:
 
 
 def describe(output: QdResult) -> dict[str, Any]:
-    """What a record stores: coverage, QD score per generation, the best objective."""
+    """What a record stores: coverage, QD score per generation, the best objective, and
+    the final archive's objective per cell (`ArchiveMap`: the HTML report's heatmap).
+
+    The output does not carry its grid's shape: every size's grid is square
+    (`problem.sizes`), so C cells are sqrt(C) x sqrt(C)."""
     occupied = np.asarray(output.occupied, bool)
     values = np.asarray(output.elite_value, np.float64)
+    side = math.isqrt(occupied.size)
+    if side * side != occupied.size:
+        raise ValueError(
+            f"the archive's grid must be square to be drawn, got {occupied.size} cells"
+        )
+    objective = np.where(occupied, values[:, 0], np.nan).reshape(side, side)
+    grid = [[None if np.isnan(v) else round(float(v), 4) for v in row] for row in objective]
+    ranges = tuple(zip(MEASURE_LOWER, MEASURE_UPPER, strict=True))
+    archive = ArchiveMap(grid, MEASURE_NAMES, ranges)
     return {
         "coverage": float(occupied.mean()),
         "elites": int(occupied.sum()),
         "qd_score_per_generation": np.asarray(output.qd_score, np.float64).tolist(),
         "best_objective": float(values[occupied, 0].max()) if occupied.any() else None,
+        **archive.to_output(),
     }

@@ -5,11 +5,18 @@ lines only when there are two or more."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
+import numpy as np
+import pytest
+
+from scanbench import ArchiveMap, StoreError
 from scanbench.reports import html, plots
 from scanbench.reports.model import build
-from scanbench.results import Run, load_run
+from scanbench.results import Run, load_run, write_run
+from scanbench.scenarios.qd_tuning.problem import QdResult
+from scanbench.scenarios.qd_tuning.reference64 import describe
 from tests.support.paths import DATA, REPO_ROOT
 
 ROOT = REPO_ROOT
@@ -68,3 +75,47 @@ def test_bars_are_lengths_from_zero_and_two_sizes_are_lines():
     ok = frame[frame["status"] == "ok"]
     assert plots.time_vs_size(ok, "tridiagonal / float64") is not None
     assert plots.time_vs_size(ok[ok["size"] == "smoke"], "tridiagonal / float64") is None
+
+
+def _qd_output(filled: int) -> QdResult:
+    """A 5 x 5 archive with its first ``filled`` cells occupied, objectives -1, -2, ..."""
+    cells = 25
+    occupied = np.arange(cells) < filled
+    value = np.zeros((cells, 3), np.float32)
+    value[:, 0] = -1.0 - np.arange(cells)
+    zeros = np.zeros((2, 3), np.float32)
+    return QdResult(zeros, zeros, np.zeros((cells, 3)), value, occupied, np.ones(2))
+
+
+def test_a_report_draws_the_final_archive_of_each_backend(tmp_path):
+    """Records whose output stores an archive (the QD scenarios' `describe`), through a
+    results file: one heatmap panel per backend on one colour scale, the empty cells
+    blank; a table whose records store none (plain TDMA) draws none."""
+    run = _one_size(load_run(TDMA))
+    records = tuple(
+        dataclasses.replace(r, extra={**r.extra, "output": describe(_qd_output(3 + i))})
+        for i, r in enumerate(run.records)
+    )
+    path = write_run(tmp_path / "qd.json", dataclasses.replace(run, records=records))
+    report = build([load_run(path)])
+    title = report.tables[0].title
+    assert _alts(html.render(report)).count(f"Final archive: {title}") == 1
+    table = report.tables[0]
+    plot = plots.archive_heatmaps(table.ok, title)
+    panels = [axes for axes in plot.figure.axes if axes.images]
+    assert [axes.get_title().split("\n")[0] for axes in panels] == list(table.ok["backend"])
+    first = panels[0].images[0].get_array()
+    assert first.T[0, :3].tolist() == [-1.0, -2.0, -3.0] and first.mask.T[0, 3]
+    assert {axes.images[0].get_clim() for axes in panels} == {(-2.0 - len(panels), -1.0)}
+    plain = build([_one_size(load_run(TDMA))])
+    assert not [alt for alt in _alts(html.render(plain)) if alt.startswith("Final archive")]
+
+
+def test_an_archive_map_survives_its_record_and_refuses_what_is_not_one():
+    archive = ArchiveMap(((1.0, None), (None, -2.5)), ("effort", "angle"), ((0, 1), (0.5, 1)))
+    assert ArchiveMap.from_output(json.loads(json.dumps(archive.to_output()))) == archive
+    assert ArchiveMap.from_output({"coverage": 0.5}) is None
+    with pytest.raises(StoreError, match="'archive_map' is not an archive map"):
+        ArchiveMap.from_output({"archive_map": {"objective": [[1.0], [2.0, 3.0]]}})
+    with pytest.raises(ValueError, match="lower < upper"):
+        ArchiveMap(((1.0,),), ("effort", "angle"), ((1, 0), (0, 1)))

@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from scanbench.api import MismatchError
+from scanbench import ArchiveMap
+from scanbench.api import InputError, MismatchError
+from scanbench.growth.points import GrowSpec, sweep_of
 from scanbench.probes.conversions import count_conversions
 from scanbench.probes.trace import trace_calls
 from scanbench.scenarios.qd_tuning import backends, ribs_loops
@@ -40,6 +42,7 @@ from scanbench.scenarios.qd_tuning.problem import (
 from tests.conftest import bundled, scenario_case
 
 SCENARIOS = ["qd_tuning", "qd_tuning_cartpole"]
+SOURCE = "scanbench.scenarios.qd_tuning:SCENARIO"
 
 
 def smoke_inputs(scenario_name: str = "qd_tuning", **changes) -> tuple:
@@ -147,6 +150,11 @@ def test_the_check_accepts_the_scanned_archive(scanned_case):
     assert scenario.check(output, expected, "float32") < 1e-4
     described = scenario.describe_output(output)
     assert 0 < described["coverage"] <= 1 and described["qd_score_per_generation"][-1] > 0
+    archive = ArchiveMap.from_output(described)  # the HTML report's heatmap
+    assert archive.cells == (5, 5) and archive.occupied == described["elites"]
+    filled = np.asarray(output.elite_value)[np.asarray(output.occupied), 0]
+    drawn = [value for row in archive.objective for value in row if value is not None]
+    np.testing.assert_allclose(sorted(drawn), sorted(filled), atol=1e-4)
 
 
 def _moved(output, cell_from: int, cell_to: int):
@@ -295,3 +303,28 @@ def test_the_seeds_comparison_fails_a_search_outside_pyribs_range():
     assert verdict({"pyribs": pyribs, "jax": inside})[0]
     within, lines = verdict({"pyribs": pyribs, "jax": outside})
     assert not within and "coverage  JAX median OUTSIDE pyribs' range" in lines
+
+
+def test_the_population_axis_grows_the_batch_and_a_grown_size_passes_the_check():
+    """``--grow population=...``: the batch grows, the emitters stay, every size says its
+    population; a population the emitters do not divide is refused naming the fix; the
+    scanned backend at a grown size passes the scenario's check."""
+    scenario = bundled("qd_tuning")
+    sweep = sweep_of(GrowSpec("population", 2, 8, factor=2), scenario, SOURCE, "smoke", "float32")
+    assert sweep.values == (2, 4, 8)  # smoke's own population is 4
+    names = [sweep.size_name(value) for value in sweep.values]
+    assert names == ["smoke@population=2", "smoke", "smoke@population=8"]
+    for value, name in zip(sweep.values, names, strict=True):
+        size = scenario.size(name)
+        assert (size["population"], size["batch"], size["emitters"]) == (value, value, 1)
+        assert scenario.work(size, "float32")["evaluations"] == value * size["generations"]
+    assert scenario.size("smoke@emitters=3")["population"] == 12
+    assert scenario.size("smoke@batch=3")["population"] == 3
+    assert scenario.size("large@population=60")["batch"] == 4  # 15 emitters
+    with pytest.raises(InputError, match=r"multiples of its 15 emitters.*grow `batch`"):
+        scenario.size("large@population=20")
+    scenario, size, inputs, expected = scenario_case("qd_tuning", "float32", names[0])
+    backend = scenario.backend("scanned")
+    output = jax.device_get(backend.run(backend.prepare(inputs, size)))
+    assert output.best_value.shape == (size["generations"], 3)
+    scenario.check(output, expected, "float32")  # raises MismatchError on a wrong answer
