@@ -12,7 +12,6 @@ The invocation (how the run was asked for) is read and written by
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from .credentials import redact
 from .errors import SchemaVersionError
 from .invocation import Invocation, ScenarioFacts
 from .safe_files import write_json_atomic
+from .stored_json import decoded, parse_json
 
 SCHEMA_VERSION = 1
 
@@ -220,15 +220,12 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     """
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        raw = source.read_bytes()
     except OSError as error:
         raise StoreError(f"{source}: cannot read results file ({error.strerror})") from None
-    try:  # redacted: a file written before credentials were stripped shows none either
-        data = json.loads(redact(text))
-    except json.JSONDecodeError as error:
-        raise StoreError(
-            f"{source}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
+    text = decoded(raw, str(source))
+    # redacted: a file written before credentials were stripped shows none either
+    data = parse_json(redact(text), str(source))
     if not isinstance(data, dict) or "schema_version" not in data:
         raise StoreError(f"{source}: not a scanbench results file (no schema_version)")
     version = data["schema_version"]
