@@ -24,6 +24,7 @@ from .errors import SchemaVersionError
 from .invocation import Invocation, ScenarioFacts
 from .safe_files import write_json_atomic
 from .stored_json import decoded, parse_json
+from .stored_shapes import check_nested
 
 SCHEMA_VERSION = 1
 
@@ -179,7 +180,10 @@ RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
                 v is None
                 or (
                     isinstance(v, dict)
-                    and all(isinstance(x, str) or _non_negative(x) for x in v.values())
+                    and all(
+                        _non_negative(x) or (k == "platform" and isinstance(x, str))
+                        for k, x in v.items()
+                    )
                 )
             ),
             "an object of finite numbers >= 0 or null",
@@ -250,6 +254,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
             raise StoreError(f"{source}: record {index} is not an object")
         try:
             validate_record(raw)
+            check_nested(raw)
             records.append(Record.from_json(raw))
         except (StoreError, TypeError, ValueError) as error:
             raise StoreError(f"{source}: record {index}: {error}") from None
