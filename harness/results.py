@@ -12,7 +12,6 @@ The invocation (how the run was asked for) is read and written by
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -24,6 +23,8 @@ from .credentials import redact
 from .errors import SchemaVersionError
 from .invocation import Invocation, ScenarioFacts
 from .safe_files import write_json_atomic
+from .stored_json import decoded, parse_json
+from .stored_shapes import check_nested
 
 SCHEMA_VERSION = 1
 
@@ -179,7 +180,10 @@ RUN_FIELDS: dict[str, dict[str, tuple[Any, str]]] = {
                 v is None
                 or (
                     isinstance(v, dict)
-                    and all(isinstance(x, str) or _non_negative(x) for x in v.values())
+                    and all(
+                        _non_negative(x) or (k == "platform" and isinstance(x, str))
+                        for k, x in v.items()
+                    )
                 )
             ),
             "an object of finite numbers >= 0 or null",
@@ -220,15 +224,12 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     """
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        raw = source.read_bytes()
     except OSError as error:
         raise StoreError(f"{source}: cannot read results file ({error.strerror})") from None
-    try:  # redacted: a file written before credentials were stripped shows none either
-        data = json.loads(redact(text))
-    except json.JSONDecodeError as error:
-        raise StoreError(
-            f"{source}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
+    text = decoded(raw, str(source))
+    # redacted: a file written before credentials were stripped shows none either
+    data = parse_json(redact(text), str(source))
     if not isinstance(data, dict) or "schema_version" not in data:
         raise StoreError(f"{source}: not a scanbench results file (no schema_version)")
     version = data["schema_version"]
@@ -253,6 +254,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
             raise StoreError(f"{source}: record {index} is not an object")
         try:
             validate_record(raw)
+            check_nested(raw)
             records.append(Record.from_json(raw))
         except (StoreError, TypeError, ValueError) as error:
             raise StoreError(f"{source}: record {index}: {error}") from None

@@ -35,6 +35,7 @@ from typing import Any
 from ..api import InputError, StoreError
 from ..ownership import check_owned
 from ..safe_files import write_json_atomic
+from ..stored_json import parse_json
 from .interrupts import Interrupted, signals_raise
 from .journal import journal_path, read_journal
 
@@ -253,15 +254,14 @@ def read_jobs(out: str | os.PathLike[str]) -> Jobs:
         InputError: the file, its jobs folder or its ``cwd`` is a link, another user's,
             or writable by group or others.
     """
-    import json
-
     path = jobs_path(out)
     if path.exists() or path.is_symlink():
         check_owned(path, "the jobs file", directory=False)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise StoreError(f"{path}: cannot read the jobs file ({error})") from None
+        raw = path.read_bytes()
+    except OSError as error:
+        raise StoreError(f"{path}: cannot read the jobs file ({error.strerror})") from None
+    data = parse_json(raw, f"{path} (the jobs file)")
     jobs = Jobs.from_json(data, str(path))
     check_owned(jobs.folder, f"{path}: the jobs folder")
     check_owned(jobs.cwd, f"{path}: the working directory (cwd)")

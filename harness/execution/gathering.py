@@ -3,9 +3,10 @@
 Each shard file (`scanbench.execution.shards`) is read and checked; the gather refuses,
 in one line each, anything that would make the merged run a lie: a file that is not a
 shard, shards of different runs (run id, shard count, cell list or unit differ), a
-shard given twice, a shard missing, a shard that has not finished all its cells, shards
-that measured different versions of a scenario, and shards whose cells overlap or leave
-a cell out (split with different costs). The merged run holds every record in the whole
+shard given twice, a shard missing, a shard that has not finished all its cells, a shard
+holding two records of one cell or a record of no cell of its own, shards that measured
+different versions of a scenario, and shards whose cells overlap or leave a cell out
+(split with different costs). The merged run holds every record in the whole
 run's cell order, each marked with the shard (the machine) that measured it, and every
 shard's environment (`scanbench.gathered`); its invocation lists the whole run's cells
 and, under ``gathered``, the shards: their files, hosts, cells, expected and measured
@@ -124,6 +125,8 @@ def check(shards: Sequence[Shard]) -> None:
             "give every shard's results file"
         )
     for shard in shards:
+        _every_record_once(shard)
+    for shard in shards:
         expected = len(shard.facts.positions)
         done = {record.key for record in shard.run.records}
         if len(done) < expected or journal_path(shard.path).exists():
@@ -157,6 +160,26 @@ def check(shards: Sequence[Shard]) -> None:
             f"gather: the shards of run {first.facts.run_id} hold {len(owner)} of its "
             f"{first.facts.cells_total} cells: they were split differently"
         )
+
+
+def _every_record_once(shard: Shard) -> None:
+    """Refuse a shard holding two records of one cell, or a record of no cell of its own
+    (an edited or concatenated file): gather would keep one and drop the other unsaid."""
+    cells = {cell.key for cell in shard.run.invocation.plan.cells}
+    seen: set[tuple] = set()
+    for index, record in enumerate(shard.run.records):
+        label = f"{record.scenario}/{record.backend}/{record.size}/{record.dtype}"
+        if record.key in seen:
+            raise InputError(
+                f"gather: {shard.path}: record {index} measures cell {label} again; a shard "
+                "holds one record per cell: was the file edited? keep one of them"
+            )
+        if record.key not in cells:
+            raise InputError(
+                f"gather: {shard.path}: record {index} measures cell {label}, which is not "
+                "one of this shard's cells: was the file edited?"
+            )
+        seen.add(record.key)
 
 
 def _placed_cells(shard: Shard) -> list[tuple[int, Cell]]:

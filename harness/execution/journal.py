@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from ..api import InputError, Record, StoreError
 from ..credentials import redact
+from ..stored_json import decoded, parse_json
 
 JOURNAL_VERSION = 1
 
@@ -191,17 +192,20 @@ def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Any], list[Recor
             is malformed.
     """
     try:
-        lines = redact(path.read_text(encoding="utf-8")).splitlines()
+        raw = path.read_bytes()
     except OSError as error:
         raise StoreError(f"{path}: cannot read journal ({error.strerror})") from None
+    lines = raw.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
     parsed = []
     for number, line in enumerate(lines, 1):
         try:
-            parsed.append(json.loads(line))
-        except json.JSONDecodeError:
+            parsed.append(parse_json(redact(decoded(line, "")), ""))
+        except StoreError as error:
             if number == len(lines):  # cut short by a kill while writing: that cell is lost
                 break
-            raise StoreError(f"{path}:{number}: malformed journal line") from None
+            raise StoreError(f"{path}:{number}: malformed journal line ({error})") from None
     if not parsed or not isinstance(parsed[0], dict) or parsed[0].get("journal") != 1:
         raise StoreError(f"{path}: not a scanbench journal")
     header = parsed[0]

@@ -90,6 +90,7 @@ def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:
                 f"--out {str(out)!r}: {journal.name} holds an interrupted run; "
                 f"`scanbench run --resume {out}` continues it, --force starts over"
             )
+        _refuse_unsaved(out)
         journal.unlink()  # --force: the interrupted run is given up
     for path in paths:
         folder = path.parent if str(path.parent) else Path(".")
@@ -99,6 +100,25 @@ def check_outputs(out: Path, others: Sequence[str | None], force: bool) -> None:
                 pass
         except OSError as error:
             raise InputError(f"cannot write to {str(folder)!r}: {error.strerror}") from None
+
+
+def _refuse_unsaved(out: Path) -> None:
+    """Refuse ``--force`` over a journal holding cells its results file lacks (a run cut
+    short by a full disk or a SIGKILL between the two): they would be lost unsaid."""
+    journal = journal_path(out)
+    try:
+        unsaved = _unsaved(out)
+    except StoreError as error:
+        raise InputError(
+            f"--out {str(out)!r}: --force would delete {journal.name}, which cannot be read "
+            f"({error}); move it away to start over"
+        ) from None
+    if unsaved:
+        raise InputError(
+            f"--out {str(out)!r}: {journal.name} holds {len(unsaved)} measured cells that "
+            f"{out.name} lacks; `scanbench run --resume {out}` saves them (then --force "
+            f"starts over), or delete {journal.name} to give them up"
+        )
 
 
 def _ordered(cells: Sequence[Cell], records: Sequence[Record]) -> tuple[Record, ...]:
@@ -165,10 +185,13 @@ def _measure(
     progress.saved = len(records)
 
     def save(record: Record) -> None:
-        journal.append(record)
-        records.append(record)
-        progress.saved = len(records)
-        write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
+        try:
+            journal.append(record)
+            records.append(record)
+            progress.saved = len(records)
+            write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
+        except OSError as error:  # a full disk, a quota: the run stops, nothing is lost
+            raise _not_saved(out, error, len(records)) from None
 
     slots, why = cells_at_once(plan.overlap, environment)
     emit(why)
@@ -188,6 +211,48 @@ def _measure(
         run_cells(_missing(plan, records), measure, show_progress, on_record=save, machine=machine)
         journal.remove()  # complete: the results file holds everything
     return _ordered(plan.cells, records)
+
+
+def _not_saved(out: Path, error: OSError, journaled: int) -> StoreError:
+    """A write of the journal or the results file failed (``ENOSPC``, ``EDQUOT``, ``EIO``):
+    one line saying where the cells measured so far are and how to get them back."""
+    where = f"{error.filename}: " if error.filename else ""
+    return StoreError(
+        f"cannot save the run in {out} ({where}{error.strerror or error}); the run is "
+        f"stopped: {journaled} measured cells are in {journal_path(out).name}; free the "
+        f"space, then `scanbench run --resume {out}` saves them and runs the rest"
+    )
+
+
+def _unsaved(out: Path) -> list[Record]:
+    """The records of ``out``'s journal that its results file lacks: a run cut short
+    between its journal line and its results file (a full disk, a SIGKILL). Empty when
+    there is no journal. Raises `StoreError` when the journal cannot be read."""
+    journal_file = journal_path(out)
+    if not os.path.lexists(journal_file):
+        return []
+    journaled = read_journal(journal_file)[2]
+    try:
+        saved = {record.key for record in load_run(out).records}
+    except StoreError:  # no results file yet, or a torn one: the journal is what counts
+        saved = set()
+    return [record for record in journaled if record.key not in saved]
+
+
+def _save_journaled(out: Path) -> tuple[dict[str, Any], Invocation, list[Record]]:
+    """Write the results file from a journal whose plan is all measured (a run cut short
+    after its last journal line) and remove the journal, holding its lock meanwhile."""
+    with Journal.reopen(journal_path(out)) as journal:
+        environment, invocation, records = load_interrupted(out, locked=True)
+        plan = _plan_of(invocation, out)
+        lacked = len(_unsaved(out))
+        try:
+            write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
+        except OSError as error:
+            raise _not_saved(out, error, len(records)) from None
+        journal.remove()
+    emit(f"saved {lacked} cells from {journal.path.name} that {out} lacked")
+    return environment, invocation, records
 
 
 def execute(
@@ -226,11 +291,13 @@ def execute(
         write_run(out, Run(environment, invocation, _ordered(invocation.plan.cells, records)))
 
 
-def load_interrupted(path: Path) -> tuple[dict, Invocation, list[Record]]:
+def load_interrupted(path: Path, locked: bool = False) -> tuple[dict, Invocation, list[Record]]:
     """(environment, invocation, records) of an interrupted run: from its journal when
-    there is one, else from the results file. Refused while another run writes it."""
+    there is one, else from the results file. Refused while another run writes it (unless
+    this process holds its lock: ``locked``)."""
     journal_file = journal_path(path)
-    refuse_if_in_use(journal_file)
+    if not locked:
+        refuse_if_in_use(journal_file)
     if not journal_file.exists():
         run = load_run(path)
         return dict(run.environment), run.invocation, list(run.records)
@@ -369,6 +436,11 @@ def resume(out: Path, force: bool = False) -> Run:
         raise InputError(f"--resume {str(out)!r}: no such results file or journal")
     environment, invocation, records = load_interrupted(out)
     plan = _plan_of(invocation, out)
+    if journal_path(out).exists() and not _missing(plan, records):
+        # every cell of the journal's plan measured: its run was cut short after its last
+        # journal line (a full disk, a SIGKILL); the results file gets what it lacks
+        environment, invocation, records = _save_journaled(out)
+        plan = _plan_of(invocation, out)
     if complete(invocation, records):
         what = f"all {len(plan.cells)} cells are in {out}"
         if invocation.growth is not None:

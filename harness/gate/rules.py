@@ -259,6 +259,10 @@ def _read_toml(path: Path) -> dict:
         raise InputError(f"{path}: cannot read gate file ({error.strerror})") from None
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path}: not valid TOML ({error})") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not UTF-8 (byte {error.start}: {error.reason})") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise InputError(f"{path}: not valid TOML (nested too deep)") from None
 
 
 def _positive(value: float, where: str) -> float:

@@ -34,6 +34,7 @@ from ..credentials import public_url
 from ..gathered import by_kind
 from ..results import Run, load_run
 from ..safe_files import not_regular, write_json_new
+from ..stored_json import parse_json
 from .entry import SHA, CellPoint, Commit, Entry, Machine, Setup
 
 DEFAULT_DIRECTORY = "results/history"
@@ -204,10 +205,10 @@ def read_entry(path: str | os.PathLike[str]) -> Entry:
             why = not_regular(os.fstat(handle.fileno()).st_mode)  # replaced meanwhile
             if why:
                 raise StoreError(why)
-            data = json.loads(handle.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raw = handle.read()
+    except OSError as error:
         raise StoreError(_reason(error)) from None
-    return Entry.from_json(data)
+    return Entry.from_json(parse_json(raw, ""))  # the caller names the file
 
 
 def _entries_of_file(path: str, machine: str | None, branch: str | None) -> list[Entry]:
@@ -330,11 +331,5 @@ def load(directory: str | os.PathLike[str]) -> History:
     return History(tuple(entries.values()), tuple(skipped))
 
 
-def _reason(error: Exception) -> str:
-    if isinstance(error, json.JSONDecodeError):
-        return f"not valid JSON (line {error.lineno}: {error.msg})"
-    if isinstance(error, OSError):
-        return f"cannot read ({error.strerror})"
-    if isinstance(error, UnicodeDecodeError):
-        return "not UTF-8 text"
-    return str(error)
+def _reason(error: OSError) -> str:
+    return f"cannot read ({error.strerror})"

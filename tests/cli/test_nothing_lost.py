@@ -310,3 +310,89 @@ def test_a_ctrl_c_while_the_reports_are_written_is_one_line(tmp_path, monkeypatc
         f"`scanbench report {out}` writes them again"
     )
     assert load_run(out).records  # the results are untouched
+
+
+def _cut_short(out: Path, saved: int) -> list[str]:
+    """A run of `toy-failed.json`'s three cells cut short between its journal and its
+    results file (a full disk, a SIGKILL after the last journal line): the journal holds
+    every cell, the results file the first ``saved``. Returns the backends of the cells."""
+    run = load_run(DATA / "toy-failed.json")
+    header = {"journal": 1, "environment": dict(run.environment)}
+    header["invocation"] = run.invocation.to_json()
+    lines = [header, *({"record": record.to_json()} for record in run.records)]
+    journal_path(out).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    data = json.loads((DATA / "toy-failed.json").read_text())
+    data["records"] = data["records"][:saved]
+    out.write_text(json.dumps(data))
+    return [record.backend for record in run.records]
+
+
+def test_resume_saves_the_cells_a_full_disk_kept_out_of_the_results(tmp_path, capsys):
+    """Before: "nothing to resume", 1 of 3 cells kept, the journal left behind, exit 0."""
+    out = tmp_path / "run.json"
+    backends = _cut_short(out, saved=1)
+    assert main(["run", "--resume", str(out), "--quiet"]) == 1  # toy-failed: a failed cell
+    err = capsys.readouterr().err
+    assert f"saved 2 cells from run.json.journal that {out} lacked" in err
+    assert [record.backend for record in load_run(out).records] == backends
+    assert not journal_path(out).exists()
+
+
+def test_force_never_deletes_cells_only_the_journal_holds(tmp_path, capsys):
+    """Before: --force deleted the journal and the two cells only it held, unsaid."""
+    out = tmp_path / "run.json"
+    _cut_short(out, saved=1)
+    journal = journal_path(out).read_bytes()
+    assert main(run_toy(out, ["good"], "--force")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"scanbench: error: --out {str(out)!r}: run.json.journal holds 2 measured cells that "
+        f"run.json lacks; `scanbench run --resume {out}` saves them (then --force starts "
+        "over), or delete run.json.journal to give them up"
+    )
+    assert journal_path(out).read_bytes() == journal and len(load_run(out).records) == 1
+    journal_path(out).write_text("not a journal\nat all\n")
+    assert main(run_toy(out, ["good"], "--force")) == 2
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def test_a_full_disk_stops_the_run_in_one_line_and_resume_saves_its_cells(
+    tmp_path, monkeypatch, capsys
+):
+    """The results file cannot be written after a cell's journal line (ENOSPC): the run
+    stops in one line naming --resume (before: a traceback, exit 70), and the resume
+    saves every journaled cell. Cells are replayed from a stored run, not measured."""
+    import errno
+
+    from scanbench.execution import runner
+
+    stored = load_run(DATA / "toy-failed.json")
+    out = tmp_path / "run.json"
+    real_write = runner.write_run
+
+    def full_disk(path, run):
+        if len(run.records) >= 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_write(path, run)
+
+    def replay(cells, measure, show_progress, on_record, machine):
+        by_key = {record.key: record for record in stored.records}
+        for cell in cells:
+            on_record(by_key[cell.key])
+
+    monkeypatch.setattr(runner, "write_run", full_disk)
+    monkeypatch.setattr(runner, "run_cells", replay)
+    environment = dict(stored.environment)
+    with pytest.raises(runner.StoreError) as stopped:
+        runner.execute(stored.invocation, out, environment, new=True)
+    assert str(stopped.value) == (
+        f"cannot save the run in {out} ({out}: No space left on device); the run is "
+        "stopped: 2 measured cells are in run.json.journal; free the space, then "
+        f"`scanbench run --resume {out}` saves them and runs the rest"
+    )
+    assert len(load_run(out).records) == 1 and len(read_journal(journal_path(out))[2]) == 2
+    monkeypatch.setattr(runner, "write_run", real_write)
+    monkeypatch.setattr(runner, "resumable", lambda out, env, invocation, force: invocation)
+    runner.resume(out)
+    assert [r.backend for r in load_run(out).records] == [r.backend for r in stored.records]
+    assert not journal_path(out).exists()

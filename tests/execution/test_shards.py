@@ -400,3 +400,24 @@ def test_resume_refuses_a_jobs_file_naming_what_others_can_write(tmp_path, capsy
     assert main(["run", "--resume", str(tmp_path / "out.json")]) == 2
     err = capsys.readouterr().err
     assert message[where] in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_gather_refuses_a_shard_with_a_record_twice_or_of_no_cell_of_its_own(tmp_path, capsys):
+    """Before: a duplicated record was dropped without a word (exit 0, 8 of 9 records)."""
+    paths = write_shards(tmp_path, 2)
+    pristine = paths[0].read_text()
+    data = json.loads(pristine)
+    data["records"].append(dict(data["records"][0], wall_s=99.0))
+    paths[0].write_text(json.dumps(data))
+    out = tmp_path / "m.json"
+    assert main(["gather", *map(str, paths), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "measures cell toy/delayed/smoke/float64 again; a shard holds one "
+        "record per cell: was the file edited? keep one of them"
+    ), err
+    data["records"][-1]["backend"] = "good"  # shard 2's cell
+    paths[0].write_text(json.dumps(data))
+    assert main(["gather", *map(str, paths), "--out", str(out), "--quiet"]) == 2
+    assert "which is not one of this shard's cells" in capsys.readouterr().err
+    assert not out.exists()

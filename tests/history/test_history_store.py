@@ -105,6 +105,34 @@ def test_bad_files_are_named_and_skipped_and_the_others_added(tmp_path, capsys):
     assert len(list((tmp_path / "h").iterdir())) == 1
 
 
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (b'\xff\xfe{"schema_version": 1}', "not UTF-8 (byte 0: invalid start byte)"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested deeper than 64 levels"),
+        (b'{"schema_version": 1, "x": ' + b"9" * 5000 + b"}", "an integer longer than"),
+    ],
+    ids=["not-utf8", "deep", "huge-integer"],
+)
+def test_a_file_that_crashed_the_reader_is_skipped_and_the_next_one_added(
+    tmp_path, capsys, text, reason
+):
+    """`history add a bad c`: before, `a` was added, then a traceback (exit 70) and `c`
+    was never added. Now `bad` is named and skipped and `c` added (exit 1)."""
+    first = write_run(tmp_path / "a.json", run_at(1))
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(text)
+    last = write_run(tmp_path / "c.json", run_at(2))
+    code = main(
+        ["history", "add", str(first), str(bad), str(last), "--history", str(tmp_path / "h")]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert [line.split(":")[0] for line in out.splitlines()] == ["added", "added"]
+    assert err.startswith(f"skipped {bad}: {reason}") and len(err.splitlines()) == 1, err
+    assert len(list((tmp_path / "h").iterdir())) == 2 and bad.read_bytes() == text
+
+
 def test_the_machine_and_branch_can_be_named_and_a_detached_head_has_no_branch(tmp_path):
     path = write_run(tmp_path / "run.json", run_at(1, branch="HEAD"))
     (plain,) = archive.add([path], tmp_path / "a")
