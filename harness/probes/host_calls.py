@@ -40,7 +40,7 @@ from typing import Any
 from .lines import is_own
 
 KEPT = 8  # functions kept, most time first
-CALIBRATION_CALLS = 20_000
+CALIBRATION_CALLS = 5_000  # x2 paths x3 repeats: about 50 ms a cell
 
 
 @dataclasses.dataclass(frozen=True)

@@ -132,6 +132,7 @@ def test_the_engine_never_imports_the_reports_or_the_front_doors():
 def test_the_reports_read_results_and_never_run_anything():
     allowed = ("scanbench.reports", "scanbench.api", "scanbench.counts", "scanbench.results",
                "scanbench.diagnosis", "scanbench.findings", "scanbench.gap",
+               "scanbench.archive_map",
                "scanbench.decomposition",
                "scanbench.statistics", "scanbench.units", "scanbench.errors",
                "scanbench.import_path", "scanbench.bounds", "scanbench.safe_files",
