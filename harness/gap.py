@@ -235,23 +235,33 @@ def _arithmetic(mine: Facts, theirs: Facts) -> Difference | None:
     )
 
 
+def _profiled(facts: Facts) -> list[tuple[str, bool, float, int]]:
+    """(name, own, seconds scaled to the median, calls) of each function the host
+    profile kept (`scanbench.probes.host_calls`), most time first; [] without one."""
+    wall = float(facts.host_calls.get("wall_s") or 0.0)
+    if wall <= 0 or not facts.median_s:
+        return []
+    scale = facts.median_s / wall  # the profiled call's time by function, at the median's
+    return [
+        (
+            str(f.get("name", "")),
+            bool(f.get("own")),
+            float(f.get("seconds") or 0.0) * scale,
+            int(f.get("calls") or 0),
+        )
+        for f in facts.host_calls.get("functions") or ()
+    ]
+
+
 def _loop_function_s(facts: Facts, where: str) -> tuple[float, str] | None:
     """(seconds at the median, names) of the own functions in the file of the loop's
     hottest line, from the host profile: what the loop costs, the opaque library calls
     it makes (an f2py or ufunc call reports nothing to a profiler) included."""
-    wall = float(facts.host_calls.get("wall_s") or 0.0)
-    if wall <= 0 or not facts.median_s:
-        return None
     file = where.split(":", 1)[0]
-    functions = [
-        f
-        for f in facts.host_calls.get("functions") or ()
-        if f.get("own") and str(f.get("name", "")).split(":", 1)[0] == file
-    ]
+    functions = [f for f in _profiled(facts) if f[1] and f[0].split(":", 1)[0] == file]
     if not functions:
         return None
-    seconds = sum(float(f.get("seconds") or 0.0) for f in functions) * facts.median_s / wall
-    return seconds, ", ".join(str(f["name"]) for f in functions[:2])
+    return sum(f[2] for f in functions), ", ".join(f[0] for f in functions[:2])
 
 
 def _host_loop(mine: Facts, theirs: Facts) -> Difference | None:
@@ -328,20 +338,10 @@ def _library_calls(facts: Facts) -> dict[str, list[tuple[str, float, int]]]:
     """{package: [(function, seconds scaled to the median, calls)]}, the largest package
     first, of the library functions one profiled call of the cell's code made
     (`scanbench.probes.host_calls`; own code apart)."""
-    profile = facts.host_calls
-    wall = float(profile.get("wall_s") or 0.0)
-    if wall <= 0 or not facts.median_s:
-        return {}
-    scale = facts.median_s / wall  # the profiled call's time by function, at the median's
     packages: dict[str, list[tuple[str, float, int]]] = {}
-    for function in profile.get("functions") or ():
-        if function.get("own"):
-            continue
-        name = str(function.get("name", ""))
-        seconds = float(function.get("seconds") or 0.0) * scale
-        packages.setdefault(name.split(".")[0], []).append(
-            (name, seconds, int(function.get("calls") or 0))
-        )
+    for name, own, seconds, calls in _profiled(facts):
+        if not own:
+            packages.setdefault(name.split(".")[0], []).append((name, seconds, calls))
     return dict(sorted(packages.items(), key=lambda item: -sum(f[1] for f in item[1])))
 
 
@@ -423,17 +423,11 @@ def _own_code(facts: Facts) -> str:
     function's), when no trace says where: ``its own code, profiled: ...``."""
     if facts.engine not in HOST_CODE or not facts.median_s:
         return ""
-    profile = facts.host_calls
-    wall = float(profile.get("wall_s") or 0.0)
-    own = [f for f in profile.get("functions") or () if f.get("own")]
-    if wall <= 0 or not own:
-        return ""
-    scale = facts.median_s / wall
     shown = [
-        f"{f['name']} ~{duration(float(f['seconds']) * scale)}"
-        for f in own[:2]
-        if float(f["seconds"]) * scale >= 0.05 * facts.median_s
-    ]
+        f"{name} ~{duration(seconds)}"
+        for name, own, seconds, _ in _profiled(facts)
+        if own and seconds >= 0.05 * facts.median_s
+    ][:2]
     if not shown:
         return ""
     return "its own code, profiled (a Numba kernel counts as its function): " + ", ".join(shown)
