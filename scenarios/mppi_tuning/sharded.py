@@ -28,11 +28,12 @@ from .tuning import TuningResult
 AXIS = "population"
 
 
-def sharded_evaluate(config: Config, mesh) -> Any:
-    """``(keys, population (P, 2)) -> fitness (P,)`` with the population split over
-    ``mesh``; P may be any size (padded inside, padding dropped from the result)."""
-    evaluate = jax.shard_map(
-        lambda keys, chunk: evaluate_population(keys, chunk, config),
+def split_over(evaluate: Any, mesh) -> Any:
+    """``evaluate(keys, batch)`` with the batch's leading axis split over ``mesh``; the
+    batch may be any size (padded with copies of its last row inside, the padding
+    dropped from the result). The qd_tuning scenarios split their population the same way."""
+    split = jax.shard_map(
+        evaluate,
         mesh=mesh,
         in_specs=(P(), P(AXIS)),
         out_specs=P(AXIS),
@@ -41,15 +42,21 @@ def sharded_evaluate(config: Config, mesh) -> Any:
         check_vma=False,
     )
 
-    def padded_evaluate(keys, population):
-        count = population.shape[0]
+    def padded_evaluate(keys, batch):
+        count = batch.shape[0]
         padding = placement.padded_size(count, mesh.size) - count
         if padding:
-            filler = jnp.broadcast_to(population[-1:], (padding, *population.shape[1:]))
-            population = jnp.concatenate([population, filler])
-        return evaluate(keys, population)[:count]
+            filler = jnp.broadcast_to(batch[-1:], (padding, *batch.shape[1:]))
+            batch = jnp.concatenate([batch, filler])
+        return split(keys, batch)[:count]
 
     return padded_evaluate
+
+
+def sharded_evaluate(config: Config, mesh) -> Any:
+    """``(keys, population (P, 2)) -> fitness (P,)`` with the population split over
+    ``mesh`` (`split_over`)."""
+    return split_over(lambda keys, chunk: evaluate_population(keys, chunk, config), mesh)
 
 
 def tune_sharded(root: jax.Array, config: Config, mesh) -> TuningResult:

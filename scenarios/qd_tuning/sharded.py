@@ -15,41 +15,22 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from scanbench import Backend, Compiled, Size, Strategy, compiled_backend, placement
 from scanbench.scenarios.mppi_tuning.controller import Config
+from scanbench.scenarios.mppi_tuning.sharded import AXIS, split_over
 
 from .cma_me_scan import tune_cma_me
 from .evaluation import evaluate_population
 from .problem import QdInputs, QdResult, root_key
 
-AXIS = "population"
-
 
 def sharded_evaluate(config: Config, mesh) -> Any:
     """``(keys, solutions (N, 3)) -> values (N, 3)`` with the solutions split over
-    ``mesh``; N may be any size (padded inside, padding dropped from the result)."""
-    evaluate = jax.shard_map(
-        lambda keys, chunk: evaluate_population(keys, chunk, config),
-        mesh=mesh,
-        in_specs=(P(), P(AXIS)),
-        out_specs=P(AXIS),
-        # the controller's scans start from unsharded zeros (see mppi_tuning.sharded)
-        check_vma=False,
-    )
-
-    def padded_evaluate(keys, solutions):
-        count = solutions.shape[0]
-        padding = placement.padded_size(count, mesh.size) - count
-        if padding:
-            filler = jnp.broadcast_to(solutions[-1:], (padding, *solutions.shape[1:]))
-            solutions = jnp.concatenate([solutions, filler])
-        return evaluate(keys, solutions)[:count]
-
-    return padded_evaluate
+    ``mesh`` (`scanbench.scenarios.mppi_tuning.sharded.split_over`)."""
+    return split_over(lambda keys, chunk: evaluate_population(keys, chunk, config), mesh)
 
 
 def _compile(inputs: QdInputs, size: Size) -> Compiled:
