@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -182,13 +183,20 @@ def event_cost(calls: int = CALIBRATION_CALLS) -> tuple[float, float]:
     return costs[0], costs[1]
 
 
+@functools.cache
+def _process_event_cost() -> tuple[float, float]:
+    """`event_cost`, measured once per process (every profiled call of a `compare()`
+    or a worker reads the same hook on the same interpreter)."""
+    return event_cost()
+
+
 def profile_call(
     call: Callable[[], Any],
     own: Callable[[str, str], bool] = is_own,
     event_s: tuple[float, float] | None = None,
 ) -> HostCalls:
     """``call()`` once under the profile hook: its time by function (see the module doc)."""
-    own_cost, library_cost = event_cost() if event_s is None else event_s
+    own_cost, library_cost = _process_event_cost() if event_s is None else event_s
     verdicts: dict[tuple[str, str], bool] = {}
 
     def is_own_frame(frame: Any) -> bool:
