@@ -210,9 +210,10 @@ class Counts:
         host conversions by the function that made them."""
         trace, static = self.trace, self.static
         calls = self.calls_per_region
-        launches = {
-            name: info["launch_equivalent"] * info["calls_per_run"]
+        launches = {  # an entry without its figure (an older or hand-made file) is left out
+            name: info["launch_equivalent"] * info.get("calls_per_run", 1)
             for name, info in (static.get("executables") or {}).items()
+            if info.get("launch_equivalent") is not None
         }
         return {
             "dispatches_by_function": {

@@ -69,10 +69,10 @@ def _serve(sock: socket.socket, runner: int) -> dict:
     signal.signal(signal.SIGCHLD, lambda *_: None)
 
     def stop_children(*_: object) -> None:
-        for pid in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)  # a stopped worker takes its SIGTERM
-                os.kill(pid, signal.SIGTERM)
+        for pid in children:  # each leads its own group: its children go with it
+            for signum in (signal.SIGCONT, signal.SIGTERM):  # a stopped worker takes it
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signum)
         os._exit(143)
 
     signal.signal(signal.SIGTERM, stop_children)
@@ -117,6 +117,7 @@ def _serve(sock: socket.socket, runner: int) -> dict:
             send(sock, {"id": request["id"], "error": str(error)})
             continue
         if pid == 0:
+            os.setpgid(0, 0)  # a group of its own: what it starts is stopped with it
             signal.set_wakeup_fd(-1)
             for fd in (wake_r, wake_w):
                 os.close(fd)
@@ -126,6 +127,8 @@ def _serve(sock: socket.socket, runner: int) -> dict:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             return {**request, "received": fds, "server": server}
         children.add(pid)
+        with contextlib.suppress(OSError):  # as the child does: whichever runs first
+            os.setpgid(pid, pid)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED)
         for fd in fds:
             os.close(fd)

@@ -52,6 +52,7 @@ from collections.abc import Mapping, Sequence
 
 from .forking import SERVER_FD, receive, send
 from .parent_watch import PARENT_PID
+from .worker_group import StderrTail, end_leftovers, signal_group
 
 SWITCH = "SCANBENCH_FORKSERVER"  # "off": every worker is spawned
 MODULE = "scanbench.execution.forking"  # the server's process
@@ -107,20 +108,13 @@ class Forked:
         self.pid = pid
         self.returncode: int | None = None
         self._exited = threading.Event()
-        self._chunks: list[bytes] = []
-        self._reader = threading.Thread(
-            target=self._read, args=(stderr_fd,), name="scanbench-forked-stderr", daemon=True
-        )
-        self._reader.start()
-
-    def _read(self, fd: int) -> None:
-        with open(fd, "rb", buffering=0, closefd=True) as stream:
-            while chunk := stream.read(65536):
-                self._chunks.append(chunk)
+        stream = open(stderr_fd, "rb", buffering=0)  # noqa: SIM115 (closed by its reader)
+        self._stderr = StderrTail(stream, "scanbench-forked-stderr")
+        self._reader = self._stderr.thread
 
     def lost(self, why: str) -> None:
         """Its server ended first: the exit status is `LOST`, and its stderr says why."""
-        self._chunks.append(f"\nscanbench: {why}\n".encode())
+        self._stderr.add(f"\nscanbench: {why}\n".encode())
         self.exited(LOST)
 
     def exited(self, returncode: int) -> None:
@@ -140,16 +134,18 @@ class Forked:
         `subprocess.TimeoutExpired` after ``timeout`` seconds (and may be called again)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         self.wait(timeout)
+        end_leftovers(self.pid)  # its own children hold its stderr open no longer
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         self._reader.join(left)
-        if self._reader.is_alive():  # a descendant of the worker still holds its stderr
+        if self._reader.is_alive():  # a descendant in another session holds its stderr
             raise subprocess.TimeoutExpired(self.args, timeout)
-        return None, b"".join(self._chunks).decode(errors="replace")
+        return None, self._stderr.text()
 
     def send_signal(self, signum: int) -> None:
-        if self.returncode is None:  # once reaped, the pid may be another process's
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signum)
+        """``signum`` to the worker's process group (its own children with it), only
+        while the worker is unreaped: once reaped, its pid may be another process's."""
+        if self.returncode is None:
+            signal_group(self.pid, signum)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -410,7 +406,5 @@ def close_all() -> None:
 
 def _stop_abandoned(pid: int) -> None:
     """A forked worker whose `start` was given up: SIGTERM, after a SIGCONT."""
-    if pid > 0:
-        for signum in (signal.SIGCONT, signal.SIGTERM):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
+    for signum in (signal.SIGCONT, signal.SIGTERM):
+        signal_group(pid, signum)

@@ -10,6 +10,9 @@ path, and their failures described by name.
   imported JAX already (`scanbench.execution.forkserver`); any other command, or when
   the server cannot, is spawned.
 - A timeout, a Ctrl-C or any exception in the parent kills the worker and waits for it.
+  The worker leads its own process group, and the group is what is stopped: a cell's own
+  processes end with it (`scanbench.execution.worker_group`, which also keeps only the
+  tail of a worker's stderr).
 - A crash is described as "killed by SIGSEGV" (a negative return code by its signal's
   name) plus the last lines of the worker's stderr.
 """
@@ -20,6 +23,7 @@ import dataclasses
 import os
 import signal
 import subprocess
+import time
 import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext, suppress
@@ -28,6 +32,7 @@ from typing import Any
 from .forkserver import Forked, forked
 from .interrupts import raise_if_interrupted
 from .parent_watch import DEATH_SIGNAL, PARENT_PID
+from .worker_group import StderrTail, end_leftovers, signal_group
 
 STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
 
@@ -152,19 +157,47 @@ def start_worker(
         warnings.filterwarnings(
             "ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning
         )
-        return subprocess.Popen(  # noqa: S603 (a scanbench worker command, built by scanbench)
+        return Spawned(
             command,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            text=True,
             env=environ,
             stdin=subprocess.DEVNULL,
             pass_fds=pass_fds,
+            process_group=0,  # a group of its own (`scanbench.execution.worker_group`)
         )
 
 
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM (the worker cleans its temp folder), then SIGKILL after 5 s; reap it."""
+class Spawned(subprocess.Popen):
+    """A spawned worker: the leader of its own process group, its stderr read as it
+    comes with only its tail kept (`scanbench.execution.worker_group`). ``communicate``
+    returns that tail as text; ``send_signal`` signals the group while the worker is
+    unreaped."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stderr = StderrTail(self.stderr)
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> tuple[None, str]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.wait(timeout)
+        end_leftovers(self.pid)  # its own children hold its stderr open no longer
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        self._stderr.thread.join(left)
+        if self._stderr.thread.is_alive():  # a descendant in another session holds it
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return None, self._stderr.text()
+
+    def send_signal(self, sig: int) -> None:
+        self.poll()
+        if self.returncode is None:  # once reaped, the pid may be another process's
+            signal_group(self.pid, sig)
+
+
+def stop(process: subprocess.Popen | Forked) -> None:
+    """SIGTERM to the worker's process group (the worker cleans its temp folder; its own
+    children end with it), then SIGKILL after 5 s; reap it and what is left of its
+    group."""
     if process.poll() is None:
         process.terminate()
         try:

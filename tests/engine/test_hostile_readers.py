@@ -136,3 +136,26 @@ def test_gate_refuses_a_bad_gate_file_in_one_line(tmp_path, capsys, text, reason
     err = capsys.readouterr().err
     assert err == f"scanbench: error: {path}: {reason}\n"
     assert path.read_bytes() == text
+
+
+def _without_executable_field(field: str) -> bytes:
+    mutated = json.loads(RESULTS)
+    for record in mutated["records"]:
+        executables = ((record.get("counts") or {}).get("static") or {}).get("executables")
+        for info in (executables or {}).values():
+            info.pop(field, None)
+    return json.dumps(mutated).encode()
+
+
+@pytest.mark.parametrize("field", ["launch_equivalent", "calls_per_run", "kernels", "loops"])
+def test_an_executable_without_one_of_its_figures_is_reported_without_it(tmp_path, capsys, field):
+    """An older or hand-made file whose compiled programs lack a figure: the report is
+    written (that figure left out), never a KeyError (exit 70)."""
+    text = _without_executable_field(field)
+    path = tmp_path / "run.json"
+    path.write_bytes(text)
+    code = main(["report", str(path), "--md", str(tmp_path / "run.md")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err[-600:]
+    assert code == 0 and (tmp_path / "run.md").exists()
+    assert path.read_bytes() == text

@@ -31,9 +31,10 @@ def test_a_worker_is_spawned_with_nothing_between_fork_and_exec(monkeypatch):
         def __init__(self, command, **kwargs):
             seen.update(kwargs, command=command)
 
-    monkeypatch.setattr(subprocess, "Popen", Spy)
+    monkeypatch.setattr(processes, "Spawned", Spy)
     processes.start_worker(["true"], {"A": "1"}, death_signal=signal.SIGCONT)
     assert seen.get("preexec_fn") is None
+    assert seen["process_group"] == 0  # setpgid in the child: vfork allows it
     assert seen["env"][parent_watch.DEATH_SIGNAL] == str(int(signal.SIGCONT))
     assert seen["env"][parent_watch.PARENT_PID] == str(os.getpid())
 

@@ -67,7 +67,27 @@ def main(argv: list[str]) -> int:
         time.sleep(float(argv[2]))
     if mode == "raise":
         raise RuntimeError("the probe failed on purpose")
+    if mode == "child-then-sleep":  # a child of its own, its pid in ARGS[0]; then asleep
+        _start_child(argv[2])
+        time.sleep(float(argv[3]))
+    if mode == "child-then-exit":  # a child of its own left running, holding stderr
+        _start_child(argv[2])
+    if mode == "flood":  # ARGS[0] MiB on stderr, then a last line, then exit 1
+        block = ("x" * 1023 + "\n") * 1024
+        for _ in range(int(argv[2])):
+            sys.stderr.write(block)
+        print("the last line of a flood", file=sys.stderr)
+        return 1
     return 0
+
+
+def _start_child(pid_file: str) -> None:
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    with open(pid_file + ".tmp", "w") as stream:
+        stream.write(str(child.pid))
+    os.replace(pid_file + ".tmp", pid_file)
 
 
 if __name__ == "__main__":
