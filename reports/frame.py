@@ -76,6 +76,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from scanbench.api import cache_suffix, param_suffix
@@ -98,7 +99,7 @@ from scanbench.diagnosis import (
 from scanbench.gap import explain
 from scanbench.gathered import environment_of, kind_label, kinds, shard_of
 from scanbench.results import Run
-from scanbench.statistics import median_bound_indices, ratio_interval
+from scanbench.statistics import bootstrap_medians, median_bound_indices, ratio_interval_of
 
 GROUP = ["scenario", "size", "dtype", "device"]
 NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.notebook)
@@ -399,15 +400,48 @@ def _cores(frame: pd.DataFrame, index: Any) -> Cores:
     )
 
 
+PROGRAM = ("strategy", "engine", "devices", "dispatch_functions", "loops")
+
+
+def _program(frame: pd.DataFrame, index: Any) -> tuple | None:
+    """What makes a row the same program as another with other XLA flags (`_siblings`):
+    the same strategy, engine and devices, the same functions dispatched as often and
+    the same loops. None for a row that dispatched nothing; a missing value (NaN) equals
+    nothing, as ``==`` says."""
+    if frame.at[index, "dispatch_functions"] == "{}":
+        return None
+    values = (frame.at[index, key] for key in PROGRAM)
+    return tuple(value if value == value else object() for value in values)
+
+
 def _same_program(frame: pd.DataFrame, index: Any, other: Any) -> bool:
-    """The same program with other XLA flags: the same strategy, engine and devices, the
-    same functions dispatched as often and the same loops, and other flags."""
-    same = ("strategy", "engine", "devices", "dispatch_functions", "loops")
+    """The same program with other XLA flags (`_program`)."""
+    mine = _program(frame, index)
     return (
-        all(frame.at[index, key] == frame.at[other, key] for key in same)
-        and frame.at[index, "dispatch_functions"] != "{}"
+        mine is not None
+        and mine == _program(frame, other)
         and frame.at[index, "xla_flags"] != frame.at[other, "xla_flags"]
     )
+
+
+def _siblings(frame: pd.DataFrame, rows: Sequence[Any]) -> dict[Any, list[Any]]:
+    """Per row, the others of ``rows`` (in their order) that are the same program with
+    other XLA flags. Read once per row and grouped, so a table of N rows costs N reads,
+    not N^2."""
+    programs = {index: _program(frame, index) for index in rows}
+    flags = {index: frame.at[index, "xla_flags"] for index in rows}
+    by_program: dict[tuple, list[Any]] = {}
+    for index in rows:
+        if programs[index] is not None:
+            by_program.setdefault(programs[index], []).append(index)
+    return {
+        index: [
+            other
+            for other in by_program.get(programs[index], [])
+            if other != index and flags[index] != flags[other]
+        ]
+        for index in rows
+    }
 
 
 class _Intervals:
@@ -423,6 +457,13 @@ class _Intervals:
         self.frame = frame
         self.known: dict[tuple[Any, Any], tuple[float, float, float] | None] = {}
         self.by_range: set[tuple[Any, Any]] = set()
+        self.medians: dict[Any, np.ndarray] = {}  # per row, drawn once (`bootstrap_medians`)
+
+    def _medians(self, index: Any, samples: Sequence[float]) -> np.ndarray:
+        if index not in self.medians:  # seeded by the row's place: the same in every report
+            seed = self.frame.index.get_loc(index)
+            self.medians[index] = bootstrap_medians(samples, TIE_CONFIDENCE, seed=seed)
+        return self.medians[index]
 
     def __call__(self, index: Any, other: Any) -> tuple[float, float, float] | None:
         """(ratio, low, high), or None with fewer than 2 samples on a side."""
@@ -431,13 +472,19 @@ class _Intervals:
             theirs = self.frame.at[other, "samples_s"]
             if len(mine) < 2 or len(theirs) < 2:
                 self.known[(index, other)] = None
-            elif not (_exact(len(mine)) and _exact(len(theirs))):
-                ratio = ratio_interval(mine, theirs, TIE_CONFIDENCE, seed=0)[0]
+                return None
+            ratio = float(np.median(mine) / np.median(theirs))
+            if not (_exact(len(mine)) and _exact(len(theirs))):
                 low, high = min(mine) / max(theirs), max(mine) / min(theirs)
                 self.known[(index, other)] = (ratio, low, high)
                 self.by_range.add((index, other))
             else:
-                self.known[(index, other)] = ratio_interval(mine, theirs, TIE_CONFIDENCE, seed=0)
+                self.known[(index, other)] = ratio_interval_of(
+                    ratio,
+                    self._medians(index, mine),
+                    self._medians(other, theirs),
+                    TIE_CONFIDENCE,
+                )
         return self.known[(index, other)]
 
     def ranged(self, index: Any, other: Any) -> bool:
@@ -512,11 +559,16 @@ def _faster_neighbours(
     found: list = [()] * len(frame)
     for _, group in ok_median.groupby([frame[key] for key in SAME_RUN], sort=False):
         valid = group.dropna().sort_values()
+        same_program = _siblings(frame, list(valid.index))
+        cores = {index: _pool_cores(frame, index) for index in valid.index}
         for index in valid.index:
             candidates = [other for other in valid.index if other != index]
-            siblings = [o for o in candidates if _same_program(frame, index, o)]
-            fewer = [o for o in candidates if _on_as_few_cores(frame, o, index)]
-            more = [o for o in candidates if o not in fewer]
+            siblings = same_program[index]
+            # on at most as many cores (`CORES_DIFFER`): a boundary never turns on cores
+            # measured on a busy machine (`_pool_cores`)
+            fewer = [o for o in candidates if cores[o] < cores[index] + CORES_DIFFER]
+            fewer_set = set(fewer)
+            more = [o for o in candidates if o not in fewer_set]
             chosen: list[Neighbour] = []
             named: list[Any] = []
             for pool in (siblings, fewer, more):
@@ -549,12 +601,6 @@ def _pool_cores(frame: pd.DataFrame, index: Any) -> float:
     if bool(frame.at[index, "cores_contended"]) and "cores_declared" in frame:
         return float(frame.at[index, "cores_declared"])
     return float(frame.at[index, "cores"])
-
-
-def _on_as_few_cores(frame: pd.DataFrame, other: Any, index: Any) -> bool:
-    """Whether ``other`` ran on at most as many cores as ``index`` (`CORES_DIFFER`):
-    a boundary never turns on cores measured on a busy machine (`_pool_cores`)."""
-    return _pool_cores(frame, other) < _pool_cores(frame, index) + CORES_DIFFER
 
 
 def _without_waits(frame: pd.DataFrame, ok_median: pd.Series, intervals: _Intervals) -> list:
