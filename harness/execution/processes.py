@@ -32,7 +32,7 @@ from typing import Any
 from .forkserver import Forked, forked
 from .interrupts import raise_if_interrupted
 from .parent_watch import DEATH_SIGNAL, PARENT_PID
-from .worker_group import StderrTail, end_leftovers, signal_group
+from .worker_group import CUT_PREFIX, StderrTail, end_leftovers, signal_group
 
 STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
 
@@ -49,8 +49,11 @@ def exit_description(returncode: int) -> str:
 
 
 def stderr_tail(stderr: str, lines: int = STDERR_LINES) -> str:
+    """The last ``lines`` non-empty lines, after the line that says how much of a long
+    stderr was left out (`StderrTail.text`) when there is one."""
     kept = [line for line in (stderr or "").strip().splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
+    cut = kept[:1] if len(kept) > lines and kept[0].startswith(CUT_PREFIX) else []
+    return "\n".join(cut + kept[-lines:])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,7 @@ import threading
 
 KEPT_BYTES = 256 * 1024  # of a worker's stderr: its tail, where a traceback ends
 CHUNK_BYTES = 65536
+CUT_PREFIX = "(stderr: "  # the first line of a tail that was cut
 
 
 def signal_group(leader: int, signum: int) -> None:
@@ -74,6 +75,6 @@ class StderrTail:
         if total > len(data):
             newline = data.find(b"\n")
             data = data[newline + 1 :] if 0 <= newline < len(data) - 1 else data
-            head = f"(stderr: {total:,} bytes; the first {total - len(data):,} left out)\n"
+            head = f"{CUT_PREFIX}{total:,} bytes; the first {total - len(data):,} left out)\n"
             return head + data.decode(errors="replace")
         return data.decode(errors="replace")

@@ -84,7 +84,9 @@ def test_a_flooded_stderr_keeps_its_tail_and_says_how_much_was_left_out(tmp_path
     assert kept.rstrip().endswith("the last line of a flood")
     total = int(kept.split("(stderr: ", 1)[1].split(" bytes", 1)[0].replace(",", ""))
     assert total >= megabytes * 2**20
-    assert "the last line of a flood" in finished.failure(60)
+    failure = finished.failure(60)
+    assert "the last line of a flood" in failure
+    assert f"(stderr: {total:,} bytes; the first" in failure  # the cut is said in the error
 
 
 def test_the_tail_holds_the_last_bytes_whole_lines_and_counts_every_byte():
