@@ -39,6 +39,17 @@ Figures (``figure: NAME RESULTS.json [KEY=VALUE ...]``):
 - ``diagnosis-score``: each JAX backend's lead "What to change" applied and measured
   (``tests/benchmarks/score_diagnosis.py``'s JSON): predicted and measured gain, the rate
   at which the lead helped.
+- ``growth``: a grown run's (``scanbench run --grow``) fitted costs per backend, then its
+  crossovers with their confirmations and its trends, as the report states them;
+- ``growth-plot``: its log-log plot of time per call along the axis (an SVG);
+- ``archives scenario=S size=Z``: the report's final-archive heatmaps of a QD table (an
+  SVG);
+- ``qd-seeds``: coverage and QD score of pyribs' and the JAX CMA-ME over seeds
+  (``docs/qd_seeds.py``'s JSON);
+- ``qd-backends scenario=S size=Z also=B.json,C.json``: per backend of a QD table, over
+  the runs of several seeds (``scanbench run --seed N``, one file each): the median time
+  per call and per generation, evaluations per second, and the final archive's coverage
+  and QD score (minimum, median, maximum over the seeds).
 """
 
 from __future__ import annotations
@@ -58,12 +69,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import blocks
 import harness_speed
+import qd_seeds
 import tables
 import worker_start
 
 from scanbench.cli.main import build_parser
 from scanbench.reports import plots
 from scanbench.reports.audit import audit
+from scanbench.reports.growth_plot import growth_plot
+from scanbench.reports.growth_section import growth_sections
 from scanbench.reports.model import build
 from scanbench.results import Run
 from scanbench.results import load_run as _load_run
@@ -171,10 +185,87 @@ def calibration(run: Run) -> str:
 
 
 def _plot(name: str, path: Path, options: dict[str, str]) -> plots.Plot | None:
+    if name == "growth-plot":
+        section = _growth_section(path)
+        return growth_plot(section.analysis, section.title)
     table = _table(path, options["scenario"], options["size"])
     if name == "time-bars":
         return plots.time_bars(table.ok, table.title)
+    if name == "archives":
+        return plots.archive_heatmaps(table.ok, table.title)
     return plots.decomposition_bars(table.ok, table.title)
+
+
+def _growth_section(path: Path):
+    """The one sweep of a grown results file, as the report reads it."""
+    sections = growth_sections([load_run(path)])
+    if len(sections) != 1:
+        raise KeyError(f"{path.name}: {len(sections)} growth sweeps, the figure draws one")
+    return sections[0]
+
+
+def qd_backends(path: Path, options: dict[str, str]) -> str:
+    """Per backend of a QD table over the runs of several seeds (`describe` output)."""
+    import statistics
+
+    paths = [path, *(ROOT / other for other in options.get("also", "").split(",") if other)]
+    found: dict[str, list[dict]] = {}
+    seeds = []
+    for one in paths:
+        records = [
+            record
+            for record in load_run(one).records
+            if record.scenario == options["scenario"]
+            and record.size == options["size"]
+            and record.status == "ok"
+        ]
+        seeds.extend(sorted({record.seed for record in records}))
+        for record in records:
+            output = record.extra.get("output") or {}
+            label = record.backend + (f" ({record.devices} devices)" if record.devices else "")
+            found.setdefault(label, []).append(
+                {
+                    "median_s": record.stats["median"],
+                    "work": record.work,
+                    "coverage": output.get("coverage"),
+                    "qd_score": (output.get("qd_score_per_generation") or [None])[-1],
+                }
+            )
+
+    def spread(values: list, form: str) -> str:
+        values = [v for v in values if v is not None]
+        if not values:
+            return "-"
+        low, mid, high = min(values), statistics.median(values), max(values)
+        return ", ".join(form.format(v) for v in (low, mid, high))
+
+    rows = [
+        "| backend | runs | median per call | per generation | evaluations/s "
+        "| coverage: min, median, max | QD score: min, median, max |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for label, runs in found.items():
+        median = statistics.median(run["median_s"] for run in runs)
+        work = runs[0]["work"]
+        rows.append(
+            f"| {label} | {len(runs)} | {_seconds(median)} "
+            f"| {_seconds(median / work['generations'])} "
+            f"| {work['evaluations'] / median:,.0f} "
+            f"| {spread([run['coverage'] for run in runs], '{:.3f}')} "
+            f"| {spread([run['qd_score'] for run in runs], '{:.1f}')} |"
+        )
+    shown = ", ".join(str(seed) for seed in seeds)
+    files = ", ".join(f"`{shown_path(one)}`" for one in paths)
+    return "\n".join(rows) + f"\n\nSeeds {shown}, one run each: {files}."
+
+
+def growth(path: Path) -> str:
+    """A sweep's fitted costs, crossovers (with their confirmations) and trends."""
+    section = _growth_section(path)
+    sentences = [*section.crossovers, *section.trends, *section.notes]
+    lines = [f"**{section.title}**", "", _markdown(section.fits), ""]
+    lines += [f"- {sentence}" for sentence in sentences]
+    return "\n".join(lines)
 
 
 def _digest(path: Path, plot: plots.Plot, name: str, options: dict[str, str]) -> str:
@@ -193,7 +284,8 @@ def image(name: str, path: Path, options: dict[str, str], page: Path, write: boo
     plot = _plot(name, path, options)
     if plot is None:
         raise KeyError(f"figure {name!r} of {path.name} {options}: nothing to plot")
-    file = IMAGES / f"{path.stem}-{options['scenario']}-{options['size']}-{name}.svg"
+    named = "".join(f"-{options[key]}" for key in ("scenario", "size") if key in options)
+    file = IMAGES / f"{path.stem}{named}-{name}.svg"
     digest = _digest(path, plot, name, options)
     found = DIGEST.search(file.read_text(encoding="utf-8")) if file.exists() else None
     if found is None or found[1] != digest:
@@ -416,6 +508,8 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
         return gate_calibration(path)
     if name == "worker-start":
         return worker_start.render(json.loads(path.read_text(encoding="utf-8")))
+    if name == "qd-seeds":
+        return qd_seeds.render(json.loads(path.read_text(encoding="utf-8")))
     run = load_run(path)
     if name == "calibration":
         body = calibration(run)
@@ -436,6 +530,10 @@ def render(name: str, path: Path, options: dict[str, str]) -> str:
         body = f"{_markdown(report(path).run_time)}\n\n{report(path).run_time_note}"
     elif name == "shards":
         body = shards_table(run)
+    elif name == "growth":
+        body = growth(path)
+    elif name == "qd-backends":
+        body = qd_backends(path, options)
     else:
         raise KeyError(f"no figure {name!r}; see docs/figures.py")
     return f"{body}\n\n{provenance(run, path)}"
@@ -452,7 +550,7 @@ def renderer(write: bool):
                 return tables.render(block.args, block.page)
             name, path, *rest = block.args.split()
             options = dict(option.split("=", 1) for option in rest)
-            if name in ("time-bars", "decomposition"):
+            if name in ("time-bars", "decomposition", "archives", "growth-plot"):
                 return image(name, ROOT / path, options, block.page, write)
             return render(name, ROOT / path, options)
         except (KeyError, ValueError, OSError) as error:
