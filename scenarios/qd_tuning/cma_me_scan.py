@@ -134,8 +134,12 @@ def tune_cma_me(root: jax.Array, config: QdConfig, evaluate=None) -> QdResult:
         chance = archive["occupied"] / jnp.maximum(archive["occupied"].sum(), 1)
         pick_key, init_key = jax.random.split(key)
         cells = jax.random.choice(pick_key, chance.shape[0], (config.emitters,), p=chance)
-        fresh = init(jax.random.split(init_key, config.emitters),
-                     archive["solution"][cells].astype(mean.dtype), params)  # fmt: skip
+        # one elite per emitter: the means are vmapped too (the first init shares one)
+        fresh = jax.vmap(strategy.init, in_axes=(0, 0, None))(
+            jax.random.split(init_key, config.emitters),
+            archive["solution"][cells].astype(mean.dtype),
+            params,
+        )
         return jax.tree.map(
             lambda new, old: jnp.where(restarting.reshape((-1,) + (1,) * (old.ndim - 1)),
                                        new, old),

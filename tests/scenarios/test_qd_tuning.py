@@ -328,3 +328,14 @@ def test_the_population_axis_grows_the_batch_and_a_grown_size_passes_the_check()
     output = jax.device_get(backend.run(backend.prepare(inputs, size)))
     assert output.best_value.shape == (size["generations"], 3)
     scenario.check(output, expected, "float32")  # raises MismatchError on a wrong answer
+
+
+def test_several_emitters_restart_each_from_its_own_elite():
+    """With more than one emitter, a restart initialises each emitter at its own picked
+    elite (the means vmapped with the keys): before, the picked elites were read as one
+    15 x 3 = 45-dimensional mean, and `large` (15 emitters) failed to trace."""
+    scenario, size, inputs, expected = scenario_case("qd_tuning", "float32", "smoke@emitters=3")
+    backend = scenario.backend("scanned")
+    output = jax.device_get(backend.run(backend.prepare(inputs, size)))
+    assert output.best_value.shape == (size["generations"], 3)
+    scenario.check(output, expected, "float32")
