@@ -35,6 +35,10 @@ from .parent_watch import DEATH_SIGNAL, PARENT_PID
 from .worker_group import CUT_PREFIX, StderrTail, end_leftovers, signal_group
 
 STDERR_LINES = 20  # last lines of a failed worker's stderr kept in its message
+NOT_OURS = (
+    "by another process, not by scanbench: on Linux most often the kernel's out-of-memory "
+    "killer (`dmesg` names the process; see Troubleshooting, 'killed by SIGKILL')"
+)
 
 
 def exit_description(returncode: int) -> str:
@@ -80,6 +84,8 @@ class Finished:
             return None
         tail = stderr_tail(self.stderr)
         message = f"worker {exit_description(self.returncode)}"
+        if self.returncode == -signal.SIGKILL:  # scanbench's own kill is a timeout, above
+            message += f" {NOT_OURS}"
         return f"{message}; its stderr ends with:\n{tail}" if tail else message
 
 

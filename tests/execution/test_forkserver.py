@@ -101,6 +101,7 @@ def test_exit_codes_signals_exceptions_and_timeouts_read_as_a_spawned_workers(tm
     assert code.returncode == 3 and code.failure(60).startswith("worker exited with code 3")
     _, segv, _ = _run(tmp_path, "segv", "segv")
     assert "killed by SIGSEGV (signal 11)" in segv.failure(60)
+    assert "not by scanbench" not in segv.failure(60)
     _, raised, _ = _run(tmp_path, "raise", "raise")
     assert raised.returncode == 1 and "the probe failed on purpose" in raised.stderr
     started = time.monotonic()

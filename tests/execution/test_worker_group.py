@@ -115,3 +115,14 @@ def test_the_tail_holds_the_last_bytes_whole_lines_and_counts_every_byte():
     short = worker_group.StderrTail(Stream([b"one\n", b"two\n"]))
     short.thread.join(10)
     assert short.text() == "one\ntwo\n"
+
+
+def test_a_sigkill_scanbench_did_not_send_is_said_to_come_from_elsewhere():
+    import signal
+
+    from scanbench.execution.processes import Finished
+
+    said = Finished(-signal.SIGKILL, "").failure(60)
+    assert said.startswith("worker killed by SIGKILL (signal 9) by another process")
+    assert "out-of-memory" in said and "dmesg" in said
+    assert Finished(None, "", timed_out=True).failure(60).startswith("timeout")
