@@ -18,6 +18,7 @@ in the quiet stage that holds the other cell stopped (performance log, 2026-12-0
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -90,7 +91,14 @@ def _tiny(batches: dict[str, Any]) -> dict[str, Any]:
     return {**batches, "starts": batches["starts"][:2]}
 
 
-def roofline_backend(name: str) -> Backend:
+def roofline_backend(name: str, as_mppi: Callable[[Any], MppiInputs] | None = None) -> Backend:
+    """The roofline of a scenario whose work is MPPI episodes; ``as_mppi(inputs)`` gives
+    the `MppiInputs` whose P x G x E x S batches are that work (``qd_tuning``: P = its
+    emitters x batch), by default the inputs themselves."""
+
+    def layout(inputs: Any) -> dict[str, Any]:
+        return _batches(inputs if as_mppi is None else as_mppi(inputs))
+
     return host_backend(
         name,
         Strategy.ROOFLINE,
@@ -98,7 +106,7 @@ def roofline_backend(name: str) -> Backend:
         _run,
         description="the scenario's rollouts alone in float32 Numba lanes: the limit "
         "every backend's x roofline is measured against",
-        layout=_batches,
+        layout=layout,
         warm_inputs=_tiny,
         check=_check,
         parallel=True,  # prange over batches of lanes

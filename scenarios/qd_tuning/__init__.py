@@ -16,6 +16,7 @@ from .cma_me_scan import scanned_backend
 from .problem import AXES, make_inputs, sizes, work
 from .reference64 import check, describe, reference
 from .ribs_loops import library_backend, numba_backend, sequential_backend
+from .roofline import roofline_backend
 from .sharded import sharded_backend
 
 
@@ -42,6 +43,7 @@ def backends() -> list[Backend]:
             description="pyribs ask/tell, the population evaluated by a float32 Numba kernel "
             "(the K samples as lanes, prange over solutions)",
         ),
+        roofline_backend("roofline"),
     ]
 
 
