@@ -50,6 +50,7 @@ EXIT_MEANINGS: dict[str, dict[int, str]] = {
     "run": {0: "every cell ran", 1: "a cell failed (its error is stored and shown)"},
     "profile": {0: "traced and counted"},
     "report": {0: "written"},
+    "gather": {0: "merged and written", 1: "a merged shard holds a failed cell (shown)"},
     "gate": {
         0: "no regression (inconclusive rules are shown)",
         1: "a rule failed (with `--strict`, also an inconclusive one)",
@@ -171,20 +172,50 @@ def commands(page: Path) -> str:
     return "\n".join(lines)
 
 
-def _returns_of(path: Path) -> set[int]:
-    """The integer exit codes a command module's ``-> int`` functions return."""
+def _returns_of(path: Path, only: str | None = None, seen: frozenset = frozenset()) -> set[int]:
+    """The integer exit codes a command module's ``-> int`` functions (or its function
+    ``only``) return, following a ``return f(...)`` of a function it imports from another
+    scanbench module (``gather`` returns what ``run``'s ``finish`` returns)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = _imported_names(path, tree)
     codes = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and ast.unparse(node.returns or ast.Pass()) == "int":
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Return) and inner.value is not None:
-                    codes |= {
-                        c.value
-                        for c in ast.walk(inner.value)
-                        if isinstance(c, ast.Constant) and type(c.value) is int
-                    }
+        if not isinstance(node, ast.FunctionDef) or (only is not None and node.name != only):
+            continue
+        if only is None and ast.unparse(node.returns or ast.Pass()) != "int":
+            continue
+        for inner in ast.walk(node):
+            if not isinstance(inner, ast.Return) or inner.value is None:
+                continue
+            codes |= {
+                c.value
+                for c in ast.walk(inner.value)
+                if isinstance(c, ast.Constant) and type(c.value) is int
+            }
+            call = inner.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                target = imported.get(call.func.id)
+                if target is not None and target not in seen:
+                    codes |= _returns_of(target[0], target[1], seen | {target})
     return codes
+
+
+def _imported_names(path: Path, tree: ast.Module) -> dict[str, tuple[Path, str]]:
+    """Name -> (module file, function name) of the ``from scanbench... import`` names."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            file = _module_file(base)
+            if file is not None:
+                for alias in node.names:
+                    found[alias.asname or alias.name] = (file, alias.name)
+    return found
 
 
 def _package_dirs() -> dict[str, Path]:

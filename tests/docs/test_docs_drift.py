@@ -137,6 +137,8 @@ def test_exit_codes_are_read_from_the_handlers():
     assert all(2 in found for found in codes.values())
     assert codes["run"] == {0, 1, 2, 70, 130, 143}  # the runner saves what finished
     assert 3 in next(found for name, found in codes.items() if name == "bisect")
+    # `gather` returns what `run`'s `finish` returns: a returned call is followed
+    assert codes["gather"] == {0, 1, 2, 70, 130, 143}
 
 
 def test_the_gate_page_exit_table_names_the_codes_of_its_commands():
