@@ -189,7 +189,7 @@ def gate(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The manual (MkDocs + Material, API pages by mkdocstrings) built into site/ with
+    """The manual (MkDocs + Material) built into site/ with
     --strict: a broken link, a missing page or a figure marker naming nothing fails it.
     `nox -s docs -- serve` serves it with live reload instead."""
     _install(session, "-e", ".[docs]")
@@ -197,7 +197,7 @@ def docs(session: nox.Session) -> None:
         session.run("python", "-m", "mkdocs", "serve", *session.posargs[1:])
         return
     # `python -m`: run as the `mkdocs` script, its bin/ folder would be first on sys.path and
-    # mkdocstrings would find the `scanbench` console script there instead of the package
+    # docs/hooks.py would find the `scanbench` console script there instead of the package
     build = ["python", "-m", "mkdocs", "build", "--strict", "--site-dir", "site"]
     session.run(*build, env={"NO_MKDOCS_2_WARNING": "1"})
     session.log("the manual: site/index.html")

@@ -16,7 +16,9 @@ Each is the content of a ``table: NAME [KEY=VALUE ...]`` block (see `blocks`), r
 - ``folders``: the three folders and the import names they install as
   (``pyproject.toml``);
 - ``layout``: the repository's tree, each module with the first sentence of its
-  docstring, each other file with its first comment.
+  docstring, each other file with its first comment;
+- ``api names=NAME,...``: those names of `scanbench.__all__`, each with its signature and
+  docstring (`api_reference`).
 
 Names are read from the code through its public entry points (``scanbench.Counts``'s
 module, ``scanbench.cli.main``), so that a module renamed or moved is followed.
@@ -32,6 +34,8 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+
+import api_reference  # docs/, beside this module (figures.py and the tests put it on the path)
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDTH = 100  # the layout's text block, as wide as the code
@@ -582,6 +586,11 @@ def _package_lines(folder: Path, packages: dict, files: list[Path], depth: int) 
 
 # ---------------------------------------------------------------- the dispatcher
 
+
+def _api(page: Path, names: str) -> str:
+    return api_reference.api(page, names)
+
+
 TABLES: dict[str, Callable[..., str]] = {
     "commands": commands,
     "exit-codes": exit_codes,
@@ -590,6 +599,7 @@ TABLES: dict[str, Callable[..., str]] = {
     "factories": factories,
     "folders": folders,
     "layout": layout,
+    "api": _api,
 }
 
 

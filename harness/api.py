@@ -234,10 +234,11 @@ class Backend:
         xla_flags: XLA flags the backend's worker process starts with (read once, when JAX
             starts: a cell's worker is a fresh process, so they reach only this backend),
             e.g. ``("--xla_backend_extra_options=xla_cpu_use_multi_output_fusion",)``.
-            They are merged into the worker's ``XLA_FLAGS`` (`scanbench.xla_options.
-            merge`), checked against the installed jaxlib before the cell runs (a refused
-            or silently ignored flag fails the cell with one line naming it), stored in
-            the record and shown beside the backend in the reports. In-process paths
+            They are merged into the worker's ``XLA_FLAGS``
+            (`scanbench.xla_options.merge`), checked against the installed jaxlib before
+            the cell runs (a refused or silently ignored flag fails the cell with one
+            line naming it), stored in the record and shown beside the backend in the
+            reports. In-process paths
             (pytest-benchmark, the Python API) cannot apply them and say so.
         setup: ``setup(prepared)``, run untimed before every call (timed, warm-up,
             checked and counted): restores or rebuilds the state of a stateful function

@@ -18,6 +18,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import sys
 from collections.abc import Mapping
@@ -65,3 +66,22 @@ def shown(path: str | os.PathLike[str], root: Path | None = None) -> str:
         return f"./{path.relative_to(root)}"
     except ValueError:
         return str(path)
+
+
+def hiding_folder(root: str | os.PathLike[str] | None = None) -> Path | None:
+    """A folder ``scanbench`` without ``__init__.py`` (a clone of scanbench, say) that
+    hides the installed package: ``import scanbench`` run from ``root`` (default: the
+    import root) finds it first, as an empty namespace package, so the names of
+    ``scanbench`` are missing there and in every worker started from there. None when the
+    installed package is the one found (a wheel's regular package wins over a namespace
+    folder; an editable install's does not)."""
+    loaded = sys.modules.get("scanbench")
+    if loaded is not None and getattr(loaded, "__file__", None) is None:  # this process
+        return Path(next(iter(loaded.__path__)))
+    found = importlib.machinery.PathFinder.find_spec(
+        "scanbench", [str(root or import_root()), *sys.path]
+    )
+    if found is None or found.origin not in (None, "namespace"):
+        return None
+    locations = list(found.submodule_search_locations or [])
+    return Path(locations[0]) if locations else None

@@ -1,12 +1,15 @@
 """Self-contained HTML report: the markdown report's tables plus plots, in one file.
 
 No network and no external files: CSS is inline and every plot is an SVG data URI in an
-``<img>``. Sections: at a glance (the winner of every table), then per scenario the time vs
-size plot per device (two sizes or more), per table (scenario / size / dtype / device) one
-bar per backend (its speedup over the baseline, else its time), the final archive of each
-backend as a heatmap (quality-diversity cells that stored one, `scanbench.ArchiveMap`) and
-the decomposition plot with the timing and counts tables, devices side by side when several
-devices measured the same size; then what was not compared, the environments and the column help.
+``<img>``. Sections: at a glance (the winner of every table and what to change in its
+slowest backend), then per scenario what the reader came for first: the time vs size plot
+per device (two sizes or more), devices side by side when several devices measured the
+same size, and per table (scenario / size / dtype / device) one bar per backend (its
+speedup over the baseline, else its time) above the timing table; then the final archive
+of each backend as a heatmap (quality-diversity cells that stored one,
+`scanbench.ArchiveMap`), the counts table with the decomposition plot, what to change and
+the memory table; the scenario's memory vs size plot closes it. Then what was not
+compared, the environments and the column help.
 """
 
 from __future__ import annotations
@@ -60,12 +63,13 @@ def _notes(notes, css: str = "problem") -> list[str]:
 def _section(table: Table) -> list[str]:
     out = [f"<h3>{_esc(table.title)}</h3>"]
     if table.timing is not None:
-        out.append(_table(table.timing))
-        out += _notes(table.notes)
-        # one bar per backend: its speedup over the baseline, else its time
+        # what the reader came for first: one bar per backend (its speedup over the
+        # baseline, else its time), then the timing table
         out += _figure(
             plots.speedup_bars(table.ok, table.title) or plots.time_bars(table.ok, table.title)
         )
+        out.append(_table(table.timing))
+        out += _notes(table.notes)
         for sweep in plots.parameter_sweeps(table.ok, table.title):
             out += _figure(sweep)
     out += _figure(plots.archive_heatmaps(table.ok, table.title))  # counted-only cells too
@@ -120,11 +124,15 @@ def render(report: Report) -> str:
                 ["backend", "size", "device"], keep="last"
             )
             out += _figure(plots.time_vs_size(latest, f"{scenario} / {dtype}"))
-            out += _figure(plots.memory_vs_size(latest, f"{scenario} / {dtype}"))
         for (size, dtype), rows in ok.groupby(["size", "dtype"], sort=False):
             out += _figure(plots.devices_side_by_side(rows, f"{scenario} / {size} / {dtype}"))
         for table in scenario_tables:
             out += _section(table)
+        for dtype, rows in ok.groupby("dtype", sort=False):  # memory after the times
+            latest = rows.sort_values("run").drop_duplicates(
+                ["backend", "size", "device"], keep="last"
+            )
+            out += _figure(plots.memory_vs_size(latest, f"{scenario} / {dtype}"))
     for section in report.growth:
         out += _growth(section)
     for scaling in report.scaling:

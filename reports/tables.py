@@ -7,6 +7,7 @@ dtype and device) and returns what a reader sees; the renderers only choose the 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterator, Sequence
 
 import pandas as pd
@@ -487,9 +488,38 @@ COLUMN_HELP = (
 )
 
 
+GLANCE_LEAD = 110  # characters of the slowest backend's lead finding "At a glance" shows
+
+
+def slowest_lead(ok: pd.DataFrame) -> str:
+    """The slowest backend of a table and its lead finding (the dominant cost and the
+    change that removes it, evidence left out, shortened to `GLANCE_LEAD`): what a
+    reader who stops at "At a glance" should change first; "-" when it has none."""
+    slowest = ok.loc[ok["median_s"].idxmax()]
+    findings = slowest.get("findings")
+    if not isinstance(findings, list | tuple) or not findings:
+        return "-"
+    head = findings[0]
+    cost = f"{head.cost} (estimate)" if head.estimate else str(head.cost)
+    text = f"{slowest['backend']}: {cost}: "
+    clauses = head.fix.split("; ")
+    kept = next(
+        (
+            n
+            for n in range(len(clauses), 0, -1)
+            if len(text + "; ".join(clauses[:n])) <= GLANCE_LEAD
+        ),
+        0,
+    )  # whole clauses of the fix where they fit, else its words
+    if kept:
+        return text + "; ".join(clauses[:kept])
+    return textwrap.shorten(text + head.fix, GLANCE_LEAD, placeholder=" ...")
+
+
 def at_a_glance(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per table: the fastest backend (with those tied with it), its median and
-    speedup, how many cells failed or were skipped, and how many ran disturbed."""
+    speedup, how many cells failed or were skipped, how many ran disturbed, and what to
+    change in the slowest backend (`slowest_lead`)."""
     rows = []
     for title, group in tables(frame):
         ok = group[(group["status"] == "ok") & (group["strategy"] != "roofline")]
@@ -512,6 +542,7 @@ def at_a_glance(frame: pd.DataFrame) -> pd.DataFrame:
                 ),
                 "failed / skipped": failed,
                 "disturbed": int(ok["disturbed"].astype(bool).sum()),
+                "what to change (slowest)": slowest_lead(ok),
             }
         )
     return pd.DataFrame(rows).astype(object).fillna("-") if rows else pd.DataFrame()

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from ..api import HarnessError
 from ..credentials import redact, redacted_output
 from ..execution.interrupts import Interrupted
+from ..import_path import hiding_folder
 from ..shown_text import for_terminal
 from . import ab, bisect, flags, gate, gather, history, listing, profile, report, run
 from .options import Parser
@@ -71,6 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    hiding = hiding_folder()
+    if hiding is not None:
+        print(
+            f"scanbench: error: the folder {hiding} (a clone of scanbench?) hides the "
+            "installed package: Python imports it from this directory as an empty "
+            "package; run scanbench from another directory, or rename that folder",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
     if words and words[0] in RENAMED:
         new = RENAMED[words[0]]
         print(

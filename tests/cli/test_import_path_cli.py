@@ -5,6 +5,7 @@ file of the user's still imports the user's own package from there."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import subprocess
 import sys
@@ -56,3 +57,25 @@ def test_a_scenario_file_still_imports_the_users_package_from_there(tmp_path):
     (tmp_path / "mine.py").write_text(mine)
     out = scanbench("script", tmp_path, "list", "--scenario-file", "mine.py")
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("how", COMMANDS)
+def test_a_clone_named_scanbench_in_the_current_directory_is_named_in_one_line(tmp_path, how):
+    """Issue #70: from the folder that holds a clone named ``scanbench``, ``import
+    scanbench`` finds the clone (no ``__init__.py``: an empty namespace package) before an
+    editable install, and every name of it is missing. The command says so in one line
+    (exit 2) instead of crashing; a wheel's package is found first and the command runs."""
+    clone = tmp_path / "scanbench"
+    (clone / "harness").mkdir(parents=True)
+    (clone / "pyproject.toml").write_text("[project]\nname = 'scanbench'\n")
+    out = scanbench(how, tmp_path, "list")
+    installed = importlib.machinery.PathFinder.find_spec("scanbench", sys.path)
+    if installed is not None and installed.origin:  # a wheel: a regular package wins
+        assert out.returncode == 0, out.stderr
+        return
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines() == [
+        f"scanbench: error: the folder {clone.resolve()} (a clone of scanbench?) hides the "
+        "installed package: Python imports it from this directory as an empty package; run "
+        "scanbench from another directory, or rename that folder"
+    ]

@@ -128,6 +128,47 @@ def test_a_marker_that_names_nothing_fails(tmp_path):
         blocks.regenerate(page, text, figures.renderer(write=False))
 
 
+# ---------------------------------------------------------------- the API reference
+
+
+def test_the_api_reference_gives_every_public_name_once():
+    """Each name of `scanbench.__all__` has its generated entry (signature and docstring),
+    as Markdown that GitHub shows, and no mkdocstrings directive is left to show twice."""
+    text = (DOCS / "reference" / "api.md").read_text(encoding="utf-8")
+    entries = re.findall(r"^### `scanbench\.(\w+)`$", text, re.M)
+    assert sorted(entries) == sorted(scanbench.__all__), "add the name to a `table: api` block"
+    assert not re.search(r"^:::", text, re.M)
+
+
+def test_an_api_entry_turns_a_google_docstring_into_markdown(tmp_path):
+    """Args become a list, the example a pycon block, a long signature one parameter a
+    line; a public value with no description fails the generation, naming the fix."""
+    import api_reference
+
+    def factory(name: str, *, sizes: frozenset[str] | None = None, **more: int) -> str:
+        """Build one.
+
+        Args:
+            name: the CLI name,
+                on two lines.
+            sizes: where it runs.
+
+        Example:
+            >>> factory("x")
+            'x'
+        """
+        return name
+
+    drawn = api_reference.entry("factory", factory)
+    assert "factory(name: str, *, sizes: frozenset[str] | None = None, **more: int) -> str" in drawn
+    assert "- `name`: the CLI name, on two lines.\n- `sizes`: where it runs." in drawn
+    assert "```pycon\n>>> factory(\"x\")\n'x'\n```" in drawn
+    long = api_reference.signature("f" * 90, factory)
+    assert long.startswith("f" * 90 + "(\n    name: str,\n    *,\n")
+    with pytest.raises(KeyError, match="CONSTANTS"):
+        api_reference.entry("LIMIT", 3)
+
+
 # ---------------------------------------------------------------- exit codes
 
 

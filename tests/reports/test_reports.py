@@ -14,6 +14,7 @@ import pytest
 
 from scanbench.cli.main import main
 from scanbench.reports import html, markdown
+from scanbench.reports import tables as report_tables
 from scanbench.reports.model import build
 from scanbench.reports.tables import format_duration, format_seconds
 from scanbench.results import Run, load_run
@@ -136,6 +137,29 @@ def test_html_is_self_contained_with_one_image_per_plot():
     assert sum(tag == "figcaption" for tag, _ in elements.tags) == len(alts)
     # at a glance, per size the timing, counts and memory tables, where the run's time went
     assert sum(tag == "table" for tag, _ in elements.tags) == 1 + 2 * 3 + 1
+
+
+def test_a_scenario_opens_with_its_times_and_the_glance_says_what_to_change():
+    """Issue #70: a reader sees each table's speedup chart, then its timing table, before
+    counts and memory; the memory vs size plot closes the scenario; "At a glance" gives
+    the slowest backend's lead finding, shortened, so stopping there still answers."""
+    run = load_run(TDMA)
+    document = html.render(build([run]))
+    alts = images(document)
+    assert alts[0] == "Time vs size: tridiagonal / float64"
+    assert alts[-1] == "Memory vs size: tridiagonal / float64"
+    for size in ("smoke", "default"):
+        section = document.split(f"<h3>tridiagonal / {size} / float64", 1)[1]
+        chart = section.index("Speedup over sequential-jax")
+        assert chart < section.index("<table") < section.index("Where the time goes")
+    glance = build([run]).glance
+    leads = glance["what to change (slowest)"]
+    assert all(len(lead) <= report_tables.GLANCE_LEAD for lead in leads)
+    for title, lead in zip(glance["table"], leads, strict=True):
+        ok = next(t.ok for t in build([run]).tables if t.title == title)
+        slowest = ok.loc[ok["median_s"].idxmax()]
+        assert lead.startswith(f"{slowest['backend']}: {slowest['findings'][0].cost}: ")
+    assert "what to change (slowest)" in markdown.render(build([run])).split("## At a glance")[1]
 
 
 def test_two_devices_are_shown_side_by_side():
