@@ -8,6 +8,7 @@ included), as a user of ``pip install scanbench`` has it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -97,6 +98,21 @@ def test_the_line_names_the_extra():
     assert line == "HTML reports need matplotlib: pip install 'scanbench[plots]'"
     with pytest.raises(KeyError, match="not an optional package"):
         extras.missing_line("jax", "anything")
+
+
+def test_a_backend_without_its_extra_is_listed_as_skipped(monkeypatch):
+    from scanbench.reports.catalogue import render
+    from scanbench.scenarios import tridiagonal
+
+    monkeypatch.setattr(extras, "available", lambda module: module != "numba")
+    backend = extras.needing(
+        tridiagonal.SCENARIO.backends["numba-serial"], "the Numba backends", "numba"
+    )
+    assert not backend.runs_at("smoke") and not backend.runs_at("default")
+    backends = {**tridiagonal.SCENARIO.backends, backend.name: backend}
+    scenario = dataclasses.replace(tridiagonal.SCENARIO, backends=backends)
+    line = next(line for line in render([scenario]).splitlines() if "numba-serial" in line)
+    assert line.endswith("[skipped: the Numba backends need numba: pip install 'scanbench[numba]']")
 
 
 def test_without_the_extras_compare_and_a_markdown_report_work(without_extras, tmp_path):
