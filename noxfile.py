@@ -2,7 +2,9 @@
 
 No Python version is pinned: sessions use the interpreter nox runs with (``python3``).
 Virtualenvs are made with uv when nox finds it (``nox[uv]``), else with virtualenv and pip.
-Installs are editable so the stored results carry the git commit of this checkout.
+Installs are editable so the stored results carry the git commit of this checkout; the
+sessions that run the bundled scenarios or write HTML reports install every runtime extra
+(``.[all]``: the Numba and MPPI backends, plots, change points), ``tests`` ``.[dev]``.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def bench(session: nox.Session) -> None:
     `nox -s bench -- --size smoke` (still every scenario); an interrupted bench continues
     with `nox -s bench -- --resume results/bench-<time>.json`.
     """
-    _install(session, "-e", ".")
+    _install(session, "-e", ".[all]")
     args = list(session.posargs)
     if "--resume" in args:  # an interrupted bench: its stored settings, its file names
         out = args[args.index("--resume") + 1]
@@ -135,7 +137,7 @@ def growth(session: nox.Session) -> None:
     markdown's Growth sections name the crossovers found. Extra arguments go to every
     `scanbench run` (e.g. `-- --no-probes`).
     """
-    _install(session, "-e", ".")
+    _install(session, "-e", ".[all]")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     for case, args in GROWTH_CASES.items():
         out, md, html = (f"results/growth-{case}-{stamp}.{ext}" for ext in ("json", "md", "html"))
@@ -155,7 +157,7 @@ def report(session: nox.Session) -> None:
     """
     if not session.posargs:
         session.error("give the results files: nox -s report -- results/run-1.json ...")
-    _install(session, "-e", ".")
+    _install(session, "-e", ".[all]")
     md, html = "results/report.md", "results/report.html"
     session.run("scanbench", "report", *session.posargs, "--md", md, "--html", html)
     session.log(f"markdown report: {md}\nHTML report: {html}")
@@ -169,7 +171,7 @@ def gate(session: nox.Session) -> None:
     Writes results/gate.md (appended to $GITHUB_STEP_SUMMARY when set); exit 1 on a
     regression. Extra arguments go to `scanbench gate`, e.g. `-- --against origin/main`.
     """
-    _install(session, "-e", ".")
+    _install(session, "-e", ".[all]")
     md = pathlib.Path("results/gate.md")
     md.unlink(missing_ok=True)
     try:
@@ -209,7 +211,7 @@ def figures(session: nox.Session) -> None:
     default run of every scenario, minutes), then every generated block of the README and
     the manual (`python docs/figures.py`). Run it on a quiet machine; commit the results
     files with the docs that show them."""
-    _install(session, "-e", ".")
+    _install(session, "-e", ".[all]")
     for size in ("smoke", "default"):
         out = f"docs/results/{size}.json"
         session.run("scanbench", "run", "--size", size, "--out", out, "--force", "--quiet")

@@ -14,7 +14,9 @@ keeps them). It also adds JAX's versions, backend, devices and x64 flag to
 pytest-benchmark's ``machine_info``.
 
 The plugin loads in every pytest run of the environment it is installed in, so JAX and
-the measuring modules are imported by the hook and the fixture that use them.
+the measuring modules are imported by the hook and the fixture that use them; without
+pytest-benchmark (the ``pytest`` extra) it loads all the same, and only a test that asks
+for the fixture fails, with the line naming the extra.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Measured:
     diagnosis: tuple[Any, ...]  # scanbench.diagnosis.Finding, from the counts of one call
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-benchmark's hook: absent without it
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Add what decides a JAX benchmark's speed to pytest-benchmark's machine info."""
     import jax
@@ -53,10 +56,19 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 
 
 @pytest.fixture
-def scanbench(benchmark) -> Callable[..., Measured]:
+def scanbench(request: pytest.FixtureRequest) -> Callable[..., Measured]:
     """``scanbench(function, *args, name=None, strategy="library", setup=None,
     check=True) -> Measured``; ``setup()`` runs untimed before every call (a function
-    that keeps state), ``check=False`` times it without comparing its output."""
+    that keeps state), ``check=False`` times it without comparing its output.
+
+    It needs pytest-benchmark (``pip install 'scanbench[pytest]'``): without it a test
+    that asks for it errors with that line, and every other test runs as before."""
+    from .extras import missing_reason
+
+    missing = missing_reason("the scanbench pytest fixture", "pytest_benchmark")
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    benchmark = request.getfixturevalue("benchmark")
     from .diagnosis import Facts, diagnose
     from .notebook import _dtype, scenario_of
     from .pytest_bench import benchmark_backend

@@ -22,6 +22,8 @@ def render(scenarios: Sequence[Scenario]) -> str:
         lines.append("  backends:")
         for backend in scenario.backends.values():
             only = f" [only at: {', '.join(sorted(backend.sizes))}]" if backend.sizes else ""
+            if backend.sizes is not None and not backend.sizes:  # e.g. its extra is missing
+                only = f" [skipped: {backend.skip_reason}]"
             lines.append(
                 f"    {backend.name:<32} {backend.strategy!s:<10} {backend.engine:<6} "
                 f"{backend.description}{only}"

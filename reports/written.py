@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from scanbench.extras import check_html
 from scanbench.results import Run
 from scanbench.safe_files import write_text_atomic
 
@@ -23,6 +24,7 @@ def write_reports(
     """Build the report of ``runs`` once (``options``: `scanbench.reports.model.build`'s);
     write its markdown to ``md`` and its HTML to ``html`` when given (each atomically);
     return the markdown."""
+    check_html(html)  # before the build: the HTML report's figures need matplotlib
     report = build(runs, apart, **options)
     markdown = markdown_report.render(report)
     if md:

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..extras import check_html
 from ..safe_files import outputs_apart
 
 HELP = "merge the shards of a run into one results file"
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     outputs = {"--out": args.out, "--md": args.md, "--html": args.html}
     outputs_apart(outputs, shard_files(args.shards))  # no report over a shard or the merged run
+    check_html(args.html)
     for line in gather_into(args.shards, out, args.force):
         print(line, file=sys.stderr)
     return finish(None, out, args)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..api import InputError
+from ..extras import require
 from ..history import archive, series
 from ..history.archive import DEFAULT_DIRECTORY, Outcome, add
 from ..history.series import MIN_FACTOR
@@ -115,9 +116,13 @@ def _outside(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    _outside(args)
+    # the dashboard's figures (`plots`) and the change points of times (`changepoints`):
+    # one line naming the extra, before anything is read
+    require("matplotlib", "the history's dashboard")
+    require("ruptures", "the history's change points")
     from ..history import changes, dashboard, summary
 
-    _outside(args)
     history = archive.load(args.history)
     for path, reason in history.skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)

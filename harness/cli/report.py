@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..extras import check_html
 from ..safe_files import outputs_apart
 
 HELP = "render stored results (never re-runs)"
@@ -28,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from scanbench.reports import comparable, written
 
     outputs_apart({"--md": args.md, "--html": args.html}, args.results)
+    check_html(args.html)
     runs, apart = comparable.load_runs(args.results)
     markdown = written.write_reports(
         runs, apart, args.md, args.html, mixed_versions=args.mixed_versions

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..cells import Selection
 from ..execution.interrupts import Interrupted, signals_raise
+from ..extras import check_html
 from ..growth.points import parse_grow
 from ..invocation import REMEASURE
 from ..results import Run, load_run
@@ -173,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
     from ..execution import runner
 
     run_shards.check(args)
+    check_html(args.html)
     if args.resume and run_shards.submitted(Path(args.resume)):
         return run_shards.pick_up(args, Path(args.resume), finish)
     if args.resume:

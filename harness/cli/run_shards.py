@@ -98,6 +98,10 @@ def check(args: argparse.Namespace) -> None:
         raise InputError(
             "--shard K/N measures one shard here; --executor submits every shard: give one"
         )
+    if args.executor:
+        from ..execution.executors import check_submitit  # start-up cost: only with it
+
+        check_submitit()
     if args.executor and args.shards is None:
         raise InputError(f"--executor {args.executor} needs --shards N (the number of jobs)")
     if given and not args.executor:

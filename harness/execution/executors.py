@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import InputError, StoreError
+from ..extras import MissingExtraError, available, missing_line, require
 from ..ownership import check_owned
 from ..safe_files import write_json_atomic
 from ..stored_json import parse_json
@@ -327,12 +328,27 @@ def run_shard(invocation: Mapping[str, Any], out: str, cwd: str) -> int:
 # ---------------------------------------------------------------- submitting and waiting
 
 
-def check_available(executor: str) -> None:
-    """Refuse ``slurm`` where SLURM is not installed (before anything is written).
+SUBMITTED = "jobs submitted with --executor"  # what needs submitit (the `slurm` extra)
+
+
+def check_submitit() -> None:
+    """Refuse ``--executor`` without submitit, in the one line naming its extra.
 
     Raises:
-        InputError: with where to submit from instead.
+        MissingExtraError: submitit is not installed.
     """
+    if not available("submitit"):
+        raise MissingExtraError(missing_line("submitit", SUBMITTED))
+
+
+def check_available(executor: str) -> None:
+    """Refuse, before anything is written, any executor without submitit (the `slurm`
+    extra) and ``slurm`` where SLURM is not installed.
+
+    Raises:
+        InputError: with the extra to install, or where to submit from instead.
+    """
+    check_submitit()
     if executor == "slurm" and shutil.which("sbatch") is None:
         raise InputError(
             "--executor slurm: SLURM's sbatch is not on this machine's PATH; submit from a "
@@ -346,7 +362,7 @@ def _executor(jobs: Jobs):
     Raises:
         InputError: ``slurm`` where SLURM is not installed.
     """
-    import submitit  # only for --executor: not for every `scanbench run`
+    submitit = require("submitit", SUBMITTED)
 
     check_available(jobs.executor)
     try:
@@ -359,7 +375,7 @@ def _executor(jobs: Jobs):
 
 def _attach(jobs: Jobs, job_id: str):
     """A submitted job, picked up by its id (another process submitted it)."""
-    import submitit
+    submitit = require("submitit", SUBMITTED)
 
     kind = submitit.SlurmJob if jobs.executor == "slurm" else submitit.LocalJob
     return kind(folder=jobs.folder, job_id=job_id)

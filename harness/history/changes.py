@@ -40,10 +40,10 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import ruptures
 from scipy.stats import median_abs_deviation
 
 from ..counts import COUNT_KEYS, KEYS
+from ..extras import require
 from .series import MIN_FACTOR, Series, Timeline
 
 MIN_POINTS = 8
@@ -106,6 +106,8 @@ def fit(
     steps = np.diff(y)
     noise = max(float(median_abs_deviation(steps, scale="normal")) / math.sqrt(2), NOISE_FLOOR)
     penalty = penalty_scale * noise * math.sqrt(2 / math.pi) * math.log(n)
+    # the `changepoints` extra: without it, one line naming it (`scanbench.extras`)
+    ruptures = require("ruptures", "the history's change points of times")
     search = ruptures.Pelt(model="l1", min_size=MIN_SIZE, jump=1).fit(y.reshape(-1, 1))
     breaks = list(search.predict(pen=penalty)[:-1])
     while True:

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ..extras import available, missing_line
 from .caches import usable_threads
 
 DTYPES = ("float32", "float64")
@@ -195,6 +196,10 @@ def measure_rates(platform: str = "cpu", arithmetic: bool = True) -> dict[str, A
     rates: dict[str, Any] = {"platform": platform, **fault_cost(), **numpy_call_cost()}
     if not arithmetic:
         return rates
+    if platform != "gpu" and not available("numba"):
+        # the host's arithmetic rates need the Numba kernels: without them the operation
+        # counts are compared with no rate, and the environment says why
+        return {**rates, "flops_missing": missing_line("numba", "host arithmetic rates")}
     if platform == "gpu":
         flops = {dtype: {"device": device_flops_per_s(dtype)} for dtype in DTYPES}
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from scanbench import Backend, Scenario
+from scanbench.extras import needing
 
 from .cma_loops import library_backend, numba_backend, numba_scalar_backend
 from .compiler_flags import DEFAULT_FLAGS, flags_for
@@ -21,6 +22,17 @@ from .roofline import roofline_backend
 from .sharded import sharded_backend
 from .tuning import describe
 
+# what each backend imports beyond the core install: without it (`pip install
+# 'scanbench[mppi]'`, `scanbench[numba]`) its cells are stored as skipped, saying so;
+# a backend not listed tunes with evosax's CMA-ES
+EVOSAX = ("the evosax CMA-ES backends", "evosax")
+NEEDS = {
+    "library": ("the cma CMA-ES backends", "cma"),
+    "numba": ("the Numba backends with cma's CMA-ES", "cma", "numba"),
+    "numba-scalar": ("the Numba backends with cma's CMA-ES", "cma", "numba"),
+    "roofline": ("the Numba roofline backends", "numba"),
+}
+
 
 def _declaring(flags: tuple[str, ...], backend: Backend) -> Backend:
     """``backend`` with its worker started with these XLA flags."""
@@ -28,6 +40,10 @@ def _declaring(flags: tuple[str, ...], backend: Backend) -> Backend:
 
 
 def backends(system: str) -> list[Backend]:
+    return [needing(backend, *NEEDS.get(backend.name, EVOSAX)) for backend in _backends(system)]
+
+
+def _backends(system: str) -> list[Backend]:
     jax_backends = [
         sequential_backend(
             "sequential-eager",

@@ -11,6 +11,7 @@ pyribs-driven backends are skipped, with the reason, where pyribs is not install
 from __future__ import annotations
 
 from scanbench import Backend, Scenario
+from scanbench.extras import needing
 
 from .cma_me_scan import scanned_backend
 from .problem import AXES, make_inputs, sizes, work
@@ -19,8 +20,22 @@ from .ribs_loops import library_backend, numba_backend, sequential_backend
 from .roofline import roofline_backend
 from .sharded import sharded_backend
 
+# what each backend imports beyond the core install: without it (`pip install
+# 'scanbench[mppi]'`, `scanbench[numba]`) its cells are stored as skipped, saying so;
+# a backend not listed runs evosax's CMA-ES emitters
+EVOSAX = ("the evosax CMA-ME backends", "evosax")
+NEEDS = {
+    "sequential": ("the pyribs backends", "ribs"),
+    "library": ("the pyribs backends", "ribs"),
+    "numba": ("the pyribs backends with Numba evaluation", "ribs", "numba"),
+}
+
 
 def backends() -> list[Backend]:
+    return [needing(backend, *NEEDS.get(backend.name, EVOSAX)) for backend in _backends()]
+
+
+def _backends() -> list[Backend]:
     return [
         sequential_backend(
             "sequential",

@@ -13,7 +13,6 @@ and tell in a process: `_warm_pyribs` pays that in ``prepare`` (untimed).
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -44,12 +43,7 @@ from .problem import (
     root_key,
 )
 
-PYRIBS_MISSING = "pyribs is not installed (pip install 'scanbench[mppi]', PyPI package `ribs`)"
 Evaluator = Callable[[np.ndarray], np.ndarray]
-
-
-def pyribs_available() -> bool:
-    return importlib.util.find_spec("ribs") is not None
 
 
 def make_scheduler(config: QdConfig, seed: int):
@@ -163,8 +157,7 @@ def _run(prepared: dict[str, Any]) -> QdResult:
 
 
 def _pyribs_backend(name: str, strategy: Strategy, prepare, **kwargs) -> Backend:
-    if not pyribs_available():
-        kwargs = {**kwargs, "sizes": frozenset(), "skip_reason": PYRIBS_MISSING}
+    # skipped where pyribs is not installed: `scanbench.scenarios.qd_tuning.NEEDS`
     return loop_backend(name, strategy, prepare, _run, **kwargs)
 
 

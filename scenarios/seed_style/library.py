@@ -72,7 +72,9 @@ class Autotuner:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from evosax.algorithms import CMA_ES
+        from scanbench.extras import require  # the `mppi` extra: one line without it
+
+        CMA_ES = require("evosax.algorithms", "the seed_style example").CMA_ES
 
         self.holder = ConfigHolder()
         root = jax.random.key(self.seed)

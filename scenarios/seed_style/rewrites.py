@@ -63,7 +63,9 @@ class Start(NamedTuple):
     @classmethod
     def of(cls, problem: Problem, seed: int) -> tuple[Start, Any, Any]:
         """(the start, the evosax strategy, its params), as the library builds them."""
-        from evosax.algorithms import CMA_ES
+        from scanbench.extras import require  # the `mppi` extra: one line without it
+
+        CMA_ES = require("evosax.algorithms", "the seed_style example").CMA_ES
 
         key, controller_key, init_key = jax.random.split(jax.random.key(seed), 3)
         strategy = CMA_ES(population_size=problem.population, solution=jnp.zeros(2))

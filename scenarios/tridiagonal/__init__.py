@@ -16,6 +16,7 @@ from scanbench import (
     jax_backend,
     parametric,
 )
+from scanbench.extras import needing
 
 from . import (
     blocked,
@@ -30,6 +31,9 @@ from .problem import AXES, SIZES, Diagonals, make_inputs, work
 from .reference import check, gtsv_solve, reference
 
 __all__ = ["SCENARIO", "Diagonals"]
+
+# without Numba (`pip install 'scanbench[numba]'`) these are stored as skipped, saying so
+NUMBA_BACKENDS = "the Numba backends"
 
 _BACKENDS = [
     host_backend(
@@ -95,34 +99,46 @@ _BACKENDS = [
         ),
         block=Param(blocked.DEFAULT_BLOCK, description="systems per block on each device"),
     ),
-    host_backend(
-        "numba-serial",
-        Strategy.NUMBA,
+    needing(
+        host_backend(
+            "numba-serial",
+            Strategy.NUMBA,
+            "numba",
+            numba_solvers.serial,
+            description="@njit loop over systems, one Thomas sweep each",
+            warm_inputs=numba_solvers.tiny_batch_major,
+        ),
+        NUMBA_BACKENDS,
         "numba",
-        numba_solvers.serial,
-        description="@njit loop over systems, one Thomas sweep each",
-        warm_inputs=numba_solvers.tiny_batch_major,
     ),
-    host_backend(
-        "numba-parallel",
-        Strategy.NUMBA,
+    needing(
+        host_backend(
+            "numba-parallel",
+            Strategy.NUMBA,
+            "numba",
+            numba_solvers.parallel,
+            description="@njit(parallel=True), prange over blocks of systems",
+            warm_inputs=numba_solvers.tiny_batch_major,
+            parallel=True,
+        ),
+        NUMBA_BACKENDS,
         "numba",
-        numba_solvers.parallel,
-        description="@njit(parallel=True), prange over blocks of systems",
-        warm_inputs=numba_solvers.tiny_batch_major,
-        parallel=True,
     ),
-    host_backend(
-        "numba-time-major",
-        Strategy.NUMBA,
+    needing(
+        host_backend(
+            "numba-time-major",
+            Strategy.NUMBA,
+            "numba",
+            numba_solvers.time_major,
+            description="time-major blocks of 256 systems swept together (inner loop vectorises), "
+            "into an output array allocated once in prepare",
+            layout=lambda inputs: numba_solvers.with_output(scanned.to_time_major(inputs)),
+            to_reference=scanned.from_time_major,
+            warm_inputs=numba_solvers.tiny_time_major,
+            parallel=True,  # prange over blocks of systems
+        ),
+        NUMBA_BACKENDS,
         "numba",
-        numba_solvers.time_major,
-        description="time-major blocks of 256 systems swept together (inner loop vectorises), "
-        "into an output array allocated once in prepare",
-        layout=lambda inputs: numba_solvers.with_output(scanned.to_time_major(inputs)),
-        to_reference=scanned.from_time_major,
-        warm_inputs=numba_solvers.tiny_time_major,
-        parallel=True,  # prange over blocks of systems
     ),
     jax_backend(
         "library-lax",

@@ -17,12 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from scanbench import ArchiveMap
+from scanbench import ArchiveMap, extras
 from scanbench.api import InputError, MismatchError
 from scanbench.growth.points import GrowSpec, sweep_of
 from scanbench.probes.conversions import count_conversions
 from scanbench.probes.trace import trace_calls
-from scanbench.scenarios.qd_tuning import backends, ribs_loops
+from scanbench.scenarios.qd_tuning import backends
 from scanbench.scenarios.qd_tuning.cma_me_scan import (
     cell_of,
     empty_archive,
@@ -206,7 +206,7 @@ def _full_and_empty(output) -> tuple[int, int]:
 
 
 def test_without_pyribs_its_backends_are_skipped_with_the_reason(monkeypatch):
-    monkeypatch.setattr(ribs_loops, "pyribs_available", lambda: False)
+    monkeypatch.setattr(extras, "available", lambda module: module != "ribs")
     built = {backend.name: backend for backend in backends()}
     for name in ("sequential", "library", "numba"):
         assert not built[name].runs_at("smoke") and not built[name].runs_at("default")
