@@ -451,3 +451,41 @@ def test_what_the_pages_say_of_the_two_python_loops_holds_in_the_committed_runs(
     assert (
         default.loc["sequential-jax", "median_s"] < default.loc["sequential-jax-sync", "median_s"]
     )
+
+
+# ---------------------------------------------------------------- column and option tables
+
+
+def test_the_compare_columns_table_names_every_column_compare_returns():
+    from scanbench.notebook import COLUMNS
+
+    text = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    table = text.split("### Columns", 1)[1].split("###", 1)[0]
+    named = set(re.findall(r"`(\w+)`", table))
+    assert set(COLUMNS) <= named, sorted(set(COLUMNS) - named)
+
+
+def test_the_history_report_option_table_names_every_option_of_the_command():
+    from scanbench.cli.main import build_parser
+
+    parser = build_parser()
+    command = next(
+        action.choices["history"]
+        for action in parser._actions
+        if getattr(action, "choices", None) and "history" in action.choices
+    )
+    report = next(
+        action.choices["report"]
+        for action in command._actions
+        if getattr(action, "choices", None) and "report" in action.choices
+    )
+    options = {
+        option
+        for action in report._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+    text = (DOCS / "history.md").read_text(encoding="utf-8")
+    table = text.split("| `scanbench history report` | meaning |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`(--[\w-]+)", table))
+    assert options <= named, sorted(options - named)
