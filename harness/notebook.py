@@ -95,6 +95,8 @@ COLUMNS = [
     "rel_width",
     "compile_s",
     "first_call_s",
+    "cores",
+    "disturbed",
     "speedup",
     "x_fastest",
     "tie",

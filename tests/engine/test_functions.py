@@ -78,6 +78,8 @@ def test_a_notebook_session_compares_profiles_and_reports(tmp_path, monkeypatch,
     assert (table["status"] == "ok").all() and table.loc["loop", "speedup"] == 1.0
     assert table.loc["scan", "dispatches"] == 1 and table.loc["loop", "dispatches"] >= 200
     assert table.loc["scan", "speedup"] > 1 and table.loc["vmap", "speedup"] > 1
+    # the cores each really used and whether its timing was disturbed, as the report says
+    assert (table["cores"] > 0).all() and table["disturbed"].isin([True, False]).all()
     # which rule leads depends on the measured shares (the device thread busy with ~10 us
     # executions, the host dispatching them, or, in a slow spell of this VM, host time no
     # probe names: "no dominant overhead ... (also: dispatch-bound, many small
