@@ -123,19 +123,21 @@ def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.Comp
 
 
 def _venv_with(wheel: Path, where: Path) -> Path:
-    """A fresh virtualenv holding the wheel and its dependencies (uv when it is on the
+    """A fresh virtualenv holding the wheel with its ``pytest`` extra (the fixture's
+    pytest-benchmark, and pytest with it) and their dependencies (uv when it is on the
     PATH, as the noxfile uses it: its cache makes this seconds; pip otherwise)."""
     venv = where / "venv"
+    wanted = f"scanbench[pytest] @ {wheel.resolve().as_uri()}"
     uv = shutil.which("uv")
     if uv:
         _run([uv, "venv", "-q", "--python", sys.executable, str(venv)], where)
         _run(
-            [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel)],
+            [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), wanted],
             where,
         )
     else:
         _run([sys.executable, "-m", "venv", str(venv)], where)
-        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], where)
+        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", wanted], where)
     return venv
 
 
