@@ -94,32 +94,92 @@ def arithmetic(facts: Facts) -> Priced | None:
     )
 
 
+BASE_PAGE = "base page"  # the only fault price the faults are multiplied by
+
+
+def fault_price(facts: Facts) -> float | None:
+    """The run's price of one fresh-page fault, only where it is a base page's (a price
+    of the older mixed-page probe overstates a base page's 4-5x: not used, not known)."""
+    return facts.rates.get("fault_s") if facts.rates.get("fault_kind") == BASE_PAGE else None
+
+
+def fault_cores(facts: Facts) -> float:
+    """The cores the timed calls' faults are spread over: the measured cores (two threads
+    fault at once, an assumption said where it is used), else one."""
+    return max(facts.cores.count if facts.cores and facts.cores.measured else 1.0, 1.0)
+
+
+def origin(facts: Facts) -> tuple[str, str]:
+    """Where a cell's fresh bytes come from, and the fix that removes them: its output,
+    XLA's copies, or other XLA temporaries (the compiled program's buffer assignment)."""
+    memory = facts.memory
+    output = float(memory.get("output_bytes") or 0)
+    temporaries = list(memory.get("temporaries") or ())
+    copies = sum(
+        float(t.get("bytes", 0))
+        for t in temporaries
+        if t.get("opcode") == "copy" or "copy" in str(t.get("instruction", "")).split("_")
+    )
+    other = max(float(memory.get("temp_bytes") or 0) - copies, 0.0)
+    origins = {
+        "output": (
+            output,
+            f"its {megabytes(output)} output, fresh on every call",
+            "allocate the output once and donate it (or keep it between calls)",
+        ),
+        "copies": (
+            copies,
+            f"XLA's copies ({megabytes(copies)})",
+            "avoid the copies: pass the inputs in the layout the program reads, and donate "
+            "the inputs the program may overwrite",
+        ),
+        "temporaries": (
+            other,
+            f"XLA temporaries ({megabytes(other)})",
+            "keep per-step results out of the scan's stacked outputs (block the work so "
+            "the temporaries stay small)",
+        ),
+    }
+    name = max(origins, key=lambda key: origins[key][0])
+    return origins[name][1], origins[name][2]
+
+
+def _bytes_part(facts: Facts) -> Priced | None:
+    """The bytes the work must move, at the bound's copy bandwidth."""
+    nbytes, bandwidth = facts.work.get("bytes"), facts.bound_bytes_per_s
+    if not (nbytes and bandwidth):
+        return None
+    level = f" ({facts.bound_level})" if facts.bound_level else ""
+    return Priced(
+        nbytes / bandwidth,
+        f"the {megabytes(nbytes)} the work must move at the copy bandwidth{level}, "
+        f"{bandwidth / 1e9:,.3g} GB/s",
+    )
+
+
+def _faults_part(facts: Facts) -> Priced | None:
+    """The timed calls' fresh-page faults at a base page's price, over the cell's cores."""
+    faults, price = facts.faults_per_call, fault_price(facts)
+    if not (faults and faults >= 1 and price):
+        return None
+    cores = fault_cores(facts)
+    over = (
+        f" over the {cores:.1f} cores it used (their faults taken at once: assumed)"
+        if cores >= 1.05
+        else ""
+    )
+    return Priced(
+        faults * price / cores,
+        f"{faults:,.0f} page faults per call on fresh memory x "
+        f"{price * 1e6:.2g} us (a base page's: a floor){over}",
+    )
+
+
 def traffic(facts: Facts) -> list[Priced]:
     """The known traffic at the run's measured rates: the bytes the work must move at
-    the bound's copy bandwidth, and the fresh pages the timed calls faulted in."""
-    parts = []
-    nbytes, bandwidth = facts.work.get("bytes"), facts.bound_bytes_per_s
-    if nbytes and bandwidth:
-        level = f" ({facts.bound_level})" if facts.bound_level else ""
-        parts.append(
-            Priced(
-                nbytes / bandwidth,
-                f"the {megabytes(nbytes)} the work must move at the copy bandwidth{level}, "
-                f"{bandwidth / 1e9:,.3g} GB/s",
-            )
-        )
-    faults, fault_s = facts.faults_per_call, facts.rates.get("fault_s")
-    if faults and faults >= 1 and fault_s:
-        # a base page's fault (the probe since it refused huge pages): a floor of their time
-        floor = " (a base page's: a floor)" if facts.rates.get("fault_kind") else ""
-        parts.append(
-            Priced(
-                faults * fault_s,
-                f"{faults:,.0f} page faults per call on fresh memory x "
-                f"{fault_s * 1e6:.2g} us{floor}",
-            )
-        )
-    return parts
+    the bound's copy bandwidth, and the fresh pages the timed calls faulted in (at a
+    base page's price, over the cores the cell used)."""
+    return [part for part in (_bytes_part(facts), _faults_part(facts)) if part is not None]
 
 
 def of_median(facts: Facts, parts: Sequence[Priced]) -> str:
@@ -136,13 +196,12 @@ def memory_bound(facts: Facts) -> Finding | None:
     share = sum(part.seconds for part in parts) / facts.median_s
     if share < MOST:
         return None
-    fresh = len(parts) > 1 and parts[-1].seconds > parts[0].seconds
-    fix = (
-        "allocate the output (and any carry) once and write into it on every call (donate "
-        "it, or keep it between calls): each fresh page costs a fault and a zero-fill"
-        if fresh
-        else "move fewer bytes: a smaller dtype, fewer passes over the data, passes fused"
-    )
+    faults, moved = _faults_part(facts), _bytes_part(facts)
+    if faults is not None and (moved is None or faults.seconds > moved.seconds):
+        where, fix = origin(facts)
+        fix = f"{fix} (most fresh bytes: {where}; each fresh page costs a fault and a zero-fill)"
+    else:
+        fix = "move fewer bytes: a smaller dtype, fewer passes over the data, passes fused"
     takes = (
         f"the known traffic takes {percent(share)} of the time"
         if share <= 1.0
@@ -296,7 +355,7 @@ def missing(facts: Facts, computed: Priced | None) -> list[str]:
         elif facts.engine in HOST_CODE:
             missing.append("an operation count (work()['flops'] not given)")
         else:
-            why = facts.static.get("operations_error")
+            why = (facts.static.get("operations_error") or "").split("\n", 1)[0]  # a line
             missing.append(
                 "an operation count "
                 + (f"({why})" if why else "(XLA's cost analysis: stored by newer runs)")
@@ -309,6 +368,11 @@ def missing(facts: Facts, computed: Priced | None) -> list[str]:
         )
     elif facts.faults_per_call and not facts.rates.get("fault_s"):
         missing.append("the cost of a page fault")
+    elif facts.faults_per_call and fault_price(facts) is None:
+        missing.append(
+            "a base page's fault price (this run stored a price of the older mixed-page "
+            "probe, which overstates a base page's 4-5x: run again to price the faults)"
+        )
     if facts.cores is not None and not facts.cores.measured:
         missing.append("the cores it used (threads not measured)")
     return missing

@@ -58,7 +58,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from .evidence import HOST_CODE, arithmetic, loop_of, operations
+from .evidence import HOST_CODE, arithmetic, fault_cores, fault_price, loop_of, operations, origin
 from .findings import (
     FIXES,
     LOCATED,
@@ -71,7 +71,6 @@ from .findings import (
     reliable,
 )
 
-BASE_PAGE = "base page"  # the only fault price the faults are multiplied by
 SMALLEST = 0.05  # a difference under this share of the gap is not named
 # calls that run a compiled program: their profiled time holds the program's, not host code
 PROGRAM_CALLS = ("Compiled.__call__", "PjitFunction.__call__")
@@ -121,49 +120,14 @@ def _kernels(mine: Facts, theirs: Facts) -> Difference | None:
     )
 
 
-def _origin(facts: Facts) -> tuple[str, str]:
-    """Where a cell's fresh bytes come from, and the fix that removes them: its output,
-    XLA's copies, or other XLA temporaries (the compiled program's buffer assignment)."""
-    memory = facts.memory
-    output = float(memory.get("output_bytes") or 0)
-    temporaries = list(memory.get("temporaries") or ())
-    copies = sum(
-        float(t.get("bytes", 0))
-        for t in temporaries
-        if t.get("opcode") == "copy" or "copy" in str(t.get("instruction", "")).split("_")
-    )
-    other = max(float(memory.get("temp_bytes") or 0) - copies, 0.0)
-    origins = {
-        "output": (
-            output,
-            f"its {megabytes(output)} output, fresh on every call",
-            "allocate the output once and donate it (or keep it between calls)",
-        ),
-        "copies": (
-            copies,
-            f"XLA's copies ({megabytes(copies)})",
-            "avoid the copies: pass the inputs in the layout the program reads, and donate "
-            "the inputs the program may overwrite",
-        ),
-        "temporaries": (
-            other,
-            f"XLA temporaries ({megabytes(other)})",
-            "keep per-step results out of the scan's stacked outputs (block the work so "
-            "the temporaries stay small)",
-        ),
-    }
-    name = max(origins, key=lambda key: origins[key][0])
-    return origins[name][1], origins[name][2]
-
-
 def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
     """Fresh-page faults at a base page's price, over the cell's cores, and the extra
     temporaries' traffic at the bound's copy bandwidth (see the module doc)."""
     said, seconds = [], 0.0
-    price = mine.rates.get("fault_s") if mine.rates.get("fault_kind") == BASE_PAGE else None
+    price = fault_price(mine)
     faults = (mine.faults_per_call or 0.0) - (theirs.faults_per_call or 0.0)
     if price and faults >= 1:
-        cores = max(mine.cores.count if mine.cores else 1.0, 1.0)
+        cores = fault_cores(mine)
         seconds += faults * price / cores
         over = f" over {cores:.1f} cores" if cores >= 1.5 else ""
         said.append(
@@ -182,7 +146,7 @@ def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
         )
     if seconds <= 0:
         return None
-    where, fix = _origin(mine)
+    where, fix = origin(mine)
     return Difference("fresh memory", seconds, 0.0, "; ".join(said) + f" (most: {where})", fix)
 
 

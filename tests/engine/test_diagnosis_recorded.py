@@ -102,13 +102,16 @@ def test_fresh_pages_every_call_make_the_blocked_scan_memory_bound():
     4 KiB page) and priced, the known traffic explains it, and the fix is to allocate once."""
     usage = {"cores": 1.0, "faults_per_call": 80e6 / 4096, "contended": False}
     sampling = {**dict(_record("default", "scanned-blocked").sampling), "usage": usage}
-    rates = {"fault_s": 1.5e-6, "numpy_call_s": 0.8e-6}
+    rates = {"fault_s": 1.5e-6, "fault_kind": "base page", "numpy_call_s": 0.8e-6}
     frame = table(
         "default", "tridiagonal", {"scanned-blocked": {"sampling": sampling}}, {"rates": rates}
     )
     first = lead(frame, "scanned-blocked")
     assert first.cost == Cost.MEMORY, frame.at["scanned-blocked", "diagnosis"]
-    assert "19,531 page faults per call on fresh memory x 1.5 us: 29.3 ms" in first.evidence
+    assert (
+        "19,531 page faults per call on fresh memory x 1.5 us (a base page's: a floor): 29.3 ms"
+        in first.evidence
+    )
     assert "allocate the output" in first.fix
 
 
