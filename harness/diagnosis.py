@@ -276,6 +276,7 @@ def _caveats_text(caveats: Sequence[str]) -> str:
     said = [f"both cells {c.replace('was ', 'were ', 1)}" for c in both]
     said += [f"this backend's cell {c}" for c in mine if c not in both]
     said += [f"its cell {c}" for c in theirs if c not in both]
+    said += [c for c in caveats if not c.startswith(("this backend's cell ", "its cell "))]
     return ", ".join(said)
 
 

@@ -8,6 +8,8 @@ every such sentence of a report and recomputes what it cites from the rows alone
 - the ratio it cites is this row's median / the neighbour's (to the two decimals shown);
 - the gap per call it prices is the difference of the two medians;
 - the shares of the gap it names sum to at most 100%;
+- where either row had a flagged slow spell, the ratio of their medians outside it is
+  still at least `FASTER_BY` (a neighbour from a spell's samples is no neighbour);
 - "donate the output" is offered for fresh memory only where the cell's output is at
   least as large as its XLA temporaries (the memory probe's bytes, not the rule's pick).
 
@@ -23,8 +25,10 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
+import numpy as np
 import pandas as pd
 
+from scanbench.diagnosis import FASTER_BY
 from scanbench.findings import EXPLAINS, Finding, Neighbour
 
 from .model import Report
@@ -80,6 +84,14 @@ def _check(row: pd.Series, lead: Finding, neighbour: Neighbour, rows: pd.DataFra
         problems.append(
             f"ratio {neighbour.ratio:.2f}x cited, the medians give {mine_s / theirs_s:.2f}x"
         )
+    if row.get("spell") is not None or theirs.get("spell") is not None:
+        clean = float(np.median(row["clean_samples_s"])) / float(
+            np.median(theirs["clean_samples_s"])
+        )
+        if clean < FASTER_BY:
+            problems.append(
+                f"outside the slow spell the medians give {clean:.2f}x, under {FASTER_BY}x"
+            )
     gap = neighbour.gap
     if gap is not None:
         if not math.isclose(gap.seconds, mine_s - theirs_s, rel_tol=1e-9):

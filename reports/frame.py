@@ -278,6 +278,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "first_call_s": record.first_call_s,
                     "max_error": record.max_error,
                     "samples_s": tuple(value * scale for value in record.samples_s),
+                    "spell": _spell(record.interference.get("slow_spell")),
                     "scale": scale,
                     "scaled_from": (
                         f"{scaled['measured']} of {scaled['full']} {scaled['along']}"
@@ -333,6 +334,10 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     frame.loc[roofline, "x_roofline"] = median / median.where(roofline).groupby(
         same_run, sort=False
     ).transform("min")
+    frame["clean_samples_s"] = [
+        _clean_samples(samples, spell)
+        for samples, spell in zip(frame["samples_s"], frame["spell"], strict=True)
+    ]
     intervals = _Intervals(frame)
     frame["fastest"], frame["tie"] = _fastest_and_ties(frame, ok_median, intervals)
     limited = [
@@ -453,8 +458,10 @@ class _Intervals:
     ratio of the samples' ranges instead (`ranged`): every sample of one against every
     sample of the other."""
 
-    def __init__(self, frame: pd.DataFrame) -> None:
+    def __init__(self, frame: pd.DataFrame, column: str = "samples_s") -> None:
         self.frame = frame
+        self.column = column  # "clean_samples_s": each cell's flagged slow spell left out
+        self.spell_free: _Intervals | None = None  # the same pairs on "clean_samples_s"
         self.known: dict[tuple[Any, Any], tuple[float, float, float] | None] = {}
         self.by_range: set[tuple[Any, Any]] = set()
         self.medians: dict[Any, np.ndarray] = {}  # per row, drawn once (`bootstrap_medians`)
@@ -468,8 +475,8 @@ class _Intervals:
     def __call__(self, index: Any, other: Any) -> tuple[float, float, float] | None:
         """(ratio, low, high), or None with fewer than 2 samples on a side."""
         if (index, other) not in self.known:
-            mine = self.frame.at[index, "samples_s"]
-            theirs = self.frame.at[other, "samples_s"]
+            mine = self.frame.at[index, self.column]
+            theirs = self.frame.at[other, self.column]
             if len(mine) < 2 or len(theirs) < 2:
                 self.known[(index, other)] = None
                 return None
@@ -486,6 +493,12 @@ class _Intervals:
                     TIE_CONFIDENCE,
                 )
         return self.known[(index, other)]
+
+    def clean(self, index: Any, other: Any) -> tuple[float, float, float] | None:
+        """The pair's interval on the samples outside each cell's flagged slow spell."""
+        if self.spell_free is None:
+            self.spell_free = _Intervals(self.frame, "clean_samples_s")
+        return self.spell_free(index, other)
 
     def ranged(self, index: Any, other: Any) -> bool:
         """Whether the pair's interval is the ratio of the samples' ranges (see above)."""
@@ -513,6 +526,9 @@ def _neighbour(
     ratio, low, high = interval
     if ratio < FASTER_BY or not low > 1.0:
         return None
+    spells = _spell_caveats(frame, index, other, intervals)
+    if spells is None:
+        return None  # without the slow spell's samples the test does not pass
     mine = limited[frame.index.get_loc(index)]
     theirs = limited[frame.index.get_loc(other)]
     gap = None if mine is None or theirs is None else explain(mine, theirs, CORES_DIFFER)
@@ -524,10 +540,49 @@ def _neighbour(
         _differing_counts(frame, index, other),
         (_cores(frame, index), _cores(frame, other)),
         _same_program(frame, index, other),
-        _caveats(frame, index, other),
+        _caveats(frame, index, other) + spells,
         intervals.ranged(index, other),
         gap,
     )
+
+
+def _spell(stored: Any) -> tuple[int, int, float] | None:
+    """A record's flagged slow spell: (first, last, factor), samples counted from 0."""
+    if not isinstance(stored, dict):
+        return None
+    return int(stored["first"]), int(stored["last"]), float(stored["factor"])
+
+
+def _clean_samples(samples: Sequence[float], spell: tuple[int, int, float] | None) -> tuple:
+    """The samples without the flagged slow spell (all of them when it has none)."""
+    if spell is None:
+        return tuple(samples)
+    first, last, _ = spell
+    return tuple(samples[:first]) + tuple(samples[last + 1 :])
+
+
+def _spell_caveats(
+    frame: pd.DataFrame, index: Any, other: Any, intervals: _Intervals
+) -> tuple[str, ...] | None:
+    """Where either cell had a flagged slow spell, the neighbour test again on the
+    samples outside it (`FASTER_BY` x by the medians, the interval excluding a tie):
+    None when it fails there (the comparison is not made), else the caveat that gives
+    the ratio outside the spell; () when neither cell had one."""
+    spells = [frame.at[row, "spell"] for row in (index, other)]
+    if all(spell is None for spell in spells):
+        return ()
+    clean = intervals.clean(index, other)
+    if clean is None:
+        return None
+    ratio, low, high = clean
+    if ratio < FASTER_BY or not low > 1.0:
+        return None
+    whose = [
+        f"{who}'s slow spell ({spell[2]:.2f}x over samples {spell[0] + 1}-{spell[1] + 1})"
+        for who, spell in (("this backend", spells[0]), ("its cell", spells[1]))
+        if spell is not None
+    ]
+    return (f"outside {' and '.join(whose)}: {ratio:.2f}x ({low:.2f}-{high:.2f}x)",)
 
 
 def _caveats(frame: pd.DataFrame, index: Any, other: Any) -> tuple[str, ...]:

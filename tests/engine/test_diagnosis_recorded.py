@@ -19,7 +19,7 @@ import pytest
 from scanbench.diagnosis import CORES_DIFFER, Cost
 from scanbench.reports.frame import records_frame
 from scanbench.results import Run, load_run
-from tests.support.paths import DATA
+from tests.support.paths import DATA, REPO_ROOT
 
 # the manual's runs of 2026-11-25, kept as recorded facts (docs/results/ moves on)
 RESULTS = DATA / "results-2026-11-25"
@@ -325,3 +325,50 @@ def test_a_pool_boundary_never_turns_on_cores_measured_on_a_busy_machine():
     }
     assert lead(table("smoke", "mppi_tuning", idle), "library").neighbour.name == "vmapped +xla"
     assert run.environment.get("cpu_count") == 2
+
+
+# ------------------------------------------- 3. ratios from samples outside a slow spell
+
+
+def _committed(scenario: str) -> pd.DataFrame:
+    """The report frame of one scenario of the manual's committed smoke run."""
+    run = load_run(REPO_ROOT / "docs" / "results" / "smoke.json")
+    records = tuple(record for record in run.records if record.scenario == scenario)
+    return records_frame([Run(run.environment, run.invocation, records)]).set_index("backend_name")
+
+
+def test_a_neighbour_is_named_only_if_it_is_faster_outside_the_slow_spell():
+    """mppi_tuning/smoke/scanned +xla was told "scanned-xla-default does the same work
+    1.41x faster" from samples with a 1.58x slow spell over half of them; outside the
+    spell the ratio is about 1.1x, under `FASTER_BY`: no comparison is made. Without the
+    spell flagged, the same samples name the neighbour again."""
+    frame = _committed("mppi_tuning")
+    assert frame.at["scanned", "spell"] is not None
+    assert all(
+        finding.neighbour is None or finding.neighbour.name != "scanned-xla-default"
+        for finding in frame.at["scanned", "findings"]
+    ), lead(frame, "scanned").text()
+    run = load_run(REPO_ROOT / "docs" / "results" / "smoke.json")
+    records = []
+    for record in run.records:
+        if record.scenario != "mppi_tuning":
+            continue
+        if record.backend == "scanned":
+            interference = {**record.interference, "slow_spell": None}
+            record = dataclasses.replace(record, interference=interference)
+        records.append(record)
+    unflagged = records_frame([Run(run.environment, run.invocation, tuple(records))])
+    first = lead(unflagged.set_index("backend_name"), "scanned")
+    assert first.neighbour is not None and first.neighbour.name == "scanned-xla-default"
+
+
+def test_a_neighbour_that_holds_outside_the_spell_says_its_ratio_there():
+    """numba-scalar's own slow spell: scanned-xla-default stays far faster outside it,
+    and the lead gives that ratio beside the medians'."""
+    first = lead(_committed("mppi_tuning"), "numba-scalar")
+    assert first.neighbour is not None and first.neighbour.name == "scanned-xla-default"
+    assert re.search(
+        r"outside this backend's slow spell \(1\.\d\dx over samples \d+-\d+\): "
+        r"[\d.]+x \([\d.]+-[\d.]+x\)",
+        first.evidence,
+    ), first.evidence

@@ -98,3 +98,23 @@ def test_how_much_of_its_gap_a_sentence_explains_is_counted():
     assert all(0.0 <= a.explained <= 1.0 for a in audited)
     assert any(a.says_why for a in audited) and not all(a.says_why for a in audited)
     assert isinstance(_report("smoke").tables[0], Table)
+
+
+def test_a_neighbour_that_a_slow_spell_made_is_caught():
+    """A sentence whose ratio holds only with a slow spell's samples (issue 66: 1.41x cited,
+    1.09x outside the spell): planted as a spell whose other samples match the
+    neighbour's."""
+    report = _report("smoke")
+    index, backend, neighbour = _first_named(report)
+
+    def spelled(rows):
+        at = rows.index[rows["backend"] == backend][0]
+        theirs = rows.index[rows["backend"] == neighbour][0]
+        rows.at[at, "spell"] = (0, 9, 2.0)
+        rows.at[at, "clean_samples_s"] = rows.at[theirs, "clean_samples_s"]
+        return rows
+
+    problems = next(
+        a.problems for a in audit(_with_rows(report, index, spelled)) if a.backend == backend
+    )
+    assert any("outside the slow spell" in p for p in problems), problems
