@@ -91,7 +91,7 @@ def own_checkout() -> Path | None:
     return root if 'name = "scanbench"' in project else None
 
 
-def _own_commit() -> str | None:
+def own_commit() -> str | None:
     """The commit of the checkout scanbench is imported from, if it is one."""
     root = own_checkout()
     return git_commit(root) if root is not None and (root / ".git").exists() else None
@@ -130,7 +130,7 @@ def collect(measure_bandwidth: bool = True) -> dict[str, Any]:
         # (None when installed from a wheel)
         "git_commit": git_commit(import_root()),
         "git": git_facts(import_root()),
-        "scanbench_commit": _own_commit(),
+        "scanbench_commit": own_commit(),
     }
     if measure_bandwidth:
         # the bound of each memory level: a cell is compared with its working set's level

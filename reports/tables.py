@@ -6,12 +6,15 @@ dtype and device) and returns what a reader sees; the renderers only choose the 
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
+from scanbench import __version__
+from scanbench.environment import own_commit
 from scanbench.gathered import shard_environments
 from scanbench.results import Run
 from scanbench.units import format_duration, format_seconds, number
@@ -389,6 +392,13 @@ def problems(group: pd.DataFrame) -> list[tuple[str, str, str]]:
     ]
 
 
+@functools.cache
+def rendering_code() -> tuple[str | None, str]:
+    """The commit of the checkout rendering reports (None: installed from a wheel) and
+    scanbench's version: asked of git once per process."""
+    return own_commit(), __version__
+
+
 def environment_lines(runs: Sequence[Run]) -> list[str]:
     """One line per run: machine, device, versions, bandwidth, flags, commit, time (a run
     gathered from shards: one per shard)."""
@@ -397,6 +407,9 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
         gathered = run.invocation.gathered
         if gathered is None:
             lines.append(_environment_line(f"run {index}", run.environment))
+            differs = code_differs(run.environment, rendering_code())
+            if differs:
+                lines.append(f"run {index}: {differs}")
         else:  # a line per shard's machine (scanbench.gathered)
             lines.append(
                 f"run {index}: gathered from {gathered.count} shards of run "
@@ -424,6 +437,31 @@ def environment_lines(runs: Sequence[Run]) -> list[str]:
                 "every other worker stopped (`scanbench run --no-overlap`: one at a time)"
             )
     return lines
+
+
+def code_differs(env, own: tuple[str | None, str]) -> str | None:
+    """The line that says a run was recorded by other code than the one rendering it:
+    ``own`` is (the rendering checkout's commit or None, scanbench's version), compared
+    with the run's ``scanbench_commit`` (scanbench's own checkout when it ran). Commits are
+    compared where both are known (two "-dirty" ones match: uncommitted changes are not
+    seen), else versions."""
+    commit, version = own
+    stored = env.get("scanbench_commit")
+    recorded = (env.get("versions") or {}).get("scanbench")
+    if isinstance(stored, str) and commit is not None:
+        if stored == commit:
+            return None
+        return (
+            f"recorded at commit {stored[:12]}, rendered by commit {commit[:12]}: the figures "
+            "are the file's, the sentences follow the rules of the code rendering them, "
+            "which may have changed since; run again to measure what that code measures"
+        )
+    if recorded and recorded != version:
+        return (
+            f"recorded by scanbench {recorded}, rendered by scanbench {version}: the "
+            "sentences follow the rendering version's rules"
+        )
+    return None
 
 
 def _environment_line(name: str, env) -> str:

@@ -306,3 +306,18 @@ def test_a_markdown_report_alone_does_not_import_the_plots(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_report_says_when_its_results_were_recorded_by_other_code():
+    """Issue 66 D8: the committed results were recorded hundreds of commits before the
+    rules rendering their sentences; the report says so, by commit or by version."""
+    from scanbench.reports.tables import code_differs
+
+    env = {"scanbench_commit": "a3af7f26df9b817d1a25", "versions": {"scanbench": "0.2.0"}}
+    said = code_differs(env, ("7aada19e45c2d267b795", "0.2.0"))
+    assert said is not None and "recorded at commit a3af7f26df9b" in said
+    assert "rendered by commit 7aada19e45c2" in said
+    assert code_differs(env, ("a3af7f26df9b817d1a25", "0.2.0")) is None
+    wheel = {"scanbench_commit": None, "versions": {"scanbench": "0.1.0"}}
+    assert "recorded by scanbench 0.1.0" in code_differs(wheel, (None, "0.2.0"))
+    assert code_differs({"versions": {"scanbench": "0.2.0"}}, (None, "0.2.0")) is None
