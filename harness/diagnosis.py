@@ -749,7 +749,7 @@ def _backed(fired: Sequence[Finding], neighbours: Sequence[Finding]) -> Finding 
         return None
     backing = (
         f"; {first.name} does the same work {first.ratio:.2f}x faster in this run "
-        f"({first.interval()}), and this difference accounts for "
+        f"({first.interval()}), and this difference ({largest.text}) accounts for "
         f"{duration(largest.share * first.gap.seconds)} of the {duration(first.gap.seconds)} "
         "gap per call"
     )

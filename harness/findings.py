@@ -296,6 +296,10 @@ def percent(fraction: float) -> str:
 
 
 def duration(seconds: float) -> str:
+    """``3.17 s``, ``25.1 ms``, ``4.2 us``: three significant digits in the unit that
+    keeps them (a sentence never shows ``3.17e+03 ms``)."""
+    if seconds >= 1.0:
+        return f"{seconds:,.3g} s" if seconds < 1e3 else f"{seconds:,.0f} s"
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
 
 
