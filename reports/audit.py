@@ -13,6 +13,9 @@ every such sentence of a report and recomputes what it cites from the rows alone
 - "donate the output" is offered for fresh memory only where the cell's output is at
   least as large as its XLA temporaries (the memory probe's bytes, not the rule's pick).
 
+`audit_memory` reads every "memory-bound" lead the same way: its share at most 100%,
+"allocate the output once" only where the output is at least its temporaries.
+
 It also says how much of the gap the named differences account for (``explained``), so
 a results file tells how often a lead says *why* (`EXPLAINS` or more: a mechanism that
 explains at least half the gap). Numbers only; the manual renders them
@@ -138,4 +141,32 @@ def audit(report: Report) -> tuple[LeadAudit, ...]:
                     problems=tuple(_check(row, lead, neighbour, rows)),
                 )
             )
+    return tuple(found)
+
+
+def audit_memory(report: Report) -> tuple[tuple[str, str, str, str], ...]:
+    """Every "memory-bound" lead whose fix does not follow where its fresh bytes come
+    from: (scenario, size, backend, problem). "Allocate the output once" is offered only
+    where the cell's output is at least as large as its XLA temporaries (the memory
+    probe's bytes), and a memory-bound share is never past 100%."""
+    found = []
+    for table in report.tables:
+        for _, row in table.rows.iterrows():
+            findings = tuple(row.get("findings") or ())
+            if not findings or findings[0].cost.value != "memory-bound":
+                continue
+            lead = findings[0]
+            where = (str(row["scenario"]), str(row["size"]), str(row["backend"]))
+            if lead.share > 1.0 + 1e-9:
+                found.append((*where, f"memory-bound share {lead.share:.0%}"))
+            output, temporaries = row.get("mem_output"), row.get("mem_temp")
+            donates = lead.fix.startswith(DONATE_OUTPUT) and output is not None
+            if donates and float(output) < float(temporaries or 0):
+                found.append(
+                    (
+                        *where,
+                        f"'donate the output' for {float(output) / 1e6:,.1f} MB of "
+                        f"output beside {float(temporaries) / 1e6:,.1f} MB of temporaries",
+                    )
+                )
     return tuple(found)

@@ -9,7 +9,7 @@ import functools
 import pytest
 
 from scanbench.findings import Difference
-from scanbench.reports.audit import audit
+from scanbench.reports.audit import audit, audit_memory
 from scanbench.reports.model import Report, Table, build
 from scanbench.results import load_run
 from tests.support.paths import REPO_ROOT
@@ -118,3 +118,33 @@ def test_a_neighbour_that_a_slow_spell_made_is_caught():
         a.problems for a in audit(_with_rows(report, index, spelled)) if a.backend == backend
     )
     assert any("outside the slow spell" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_every_memory_bound_lead_offers_the_fix_its_fresh_bytes_call_for(name):
+    assert not audit_memory(_report(name))
+
+
+def test_a_memory_bound_lead_that_donates_the_output_beside_temporaries_is_caught():
+    """The fix of the committed results before issue 66 (vmapped TDMA at default: "allocate
+    the output once" with 483 of 563 MB in XLA temporaries), planted on a lead."""
+    report = _report("default")
+    leads = [
+        (index, at)
+        for index, table in enumerate(report.tables)
+        for at, row in table.rows.iterrows()
+        if (row.get("findings") or ()) and row["findings"][0].cost.value == "memory-bound"
+    ]
+    assert leads, "no memory-bound lead in the committed default results"
+    index, at = leads[0]
+
+    def donating(rows):
+        lead, *rest = rows.at[at, "findings"]
+        planted = dataclasses.replace(lead, fix="allocate the output once and donate it")
+        rows.at[at, "findings"] = (planted, *rest)
+        rows.at[at, "mem_output"], rows.at[at, "mem_temp"] = 80e6, 483e6
+        return rows
+
+    assert any(
+        "donate the output" in p[3] for p in audit_memory(_with_rows(report, index, donating))
+    )
