@@ -157,22 +157,32 @@ def _bytes_part(facts: Facts) -> Priced | None:
     )
 
 
-def _faults_part(facts: Facts) -> Priced | None:
-    """The timed calls' fresh-page faults at a base page's price, over the cell's cores."""
-    faults, price = facts.faults_per_call, fault_price(facts)
-    if not (faults and faults >= 1 and price):
+def fault_seconds(facts: Facts, faults: float) -> tuple[float, str] | None:
+    """``faults`` fresh-page faults per call priced: at a base page's price (a floor),
+    capped by the CPU time the call measured in the kernel (a fault is handled there: a
+    ceiling), over the cores the cell used; the seconds and what was assumed."""
+    price = fault_price(facts)
+    if not (faults >= 1 and price):
         return None
+    seconds, said = faults * price, f"x {price * 1e6:.2g} us (a base page's: a floor)"
+    kernel = facts.system_per_call
+    if kernel is not None and kernel < seconds:
+        seconds = kernel
+        said += f", capped at the {duration(kernel)} the call spent in the kernel"
     cores = fault_cores(facts)
-    over = (
-        f" over the {cores:.1f} cores it used (their faults taken at once: assumed)"
-        if cores >= 1.05
-        else ""
-    )
-    return Priced(
-        faults * price / cores,
-        f"{faults:,.0f} page faults per call on fresh memory x "
-        f"{price * 1e6:.2g} us (a base page's: a floor){over}",
-    )
+    if cores >= 1.05:
+        said += f" over the {cores:.1f} cores it used (their faults taken at once: assumed)"
+    return seconds / cores, said
+
+
+def _faults_part(facts: Facts) -> Priced | None:
+    """The timed calls' fresh-page faults at a base page's price, over the cell's cores
+    (`fault_seconds`)."""
+    faults = facts.faults_per_call
+    priced = fault_seconds(facts, faults) if faults else None
+    if priced is None:
+        return None
+    return Priced(priced[0], f"{faults:,.0f} page faults per call on fresh memory {priced[1]}")
 
 
 def traffic(facts: Facts) -> list[Priced]:

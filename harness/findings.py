@@ -232,6 +232,8 @@ class Facts:
     dtype: str = "float32"
     cores: Cores | None = None
     faults_per_call: float | None = None  # minor page faults of a timed call
+    # CPU seconds a timed call spent in the kernel, every thread's (None: not measured)
+    system_per_call: float | None = None
     rates: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # environment.rates
     bound_bytes_per_s: float | None = None  # the copy bandwidth x_bandwidth is against
     python: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.python
@@ -276,6 +278,7 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         dtype=record.dtype,
         cores=cores_of(record, environment.get("cpu_count")),
         faults_per_call=usage.get("faults_per_call"),
+        system_per_call=usage.get("system_per_call"),
         rates=dict(environment.get("rates") or {}),
         python=dict(record.counts.section("python")),
         host_calls=dict(record.counts.section("host_calls")),

@@ -58,7 +58,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from .evidence import HOST_CODE, arithmetic, fault_cores, fault_price, loop_of, operations, origin
+from .evidence import HOST_CODE, arithmetic, fault_seconds, loop_of, operations, origin
 from .findings import (
     FIXES,
     LOCATED,
@@ -124,15 +124,13 @@ def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
     """Fresh-page faults at a base page's price, over the cell's cores, and the extra
     temporaries' traffic at the bound's copy bandwidth (see the module doc)."""
     said, seconds = [], 0.0
-    price = fault_price(mine)
     faults = (mine.faults_per_call or 0.0) - (theirs.faults_per_call or 0.0)
-    if price and faults >= 1:
-        cores = fault_cores(mine)
-        seconds += faults * price / cores
-        over = f" over {cores:.1f} cores" if cores >= 1.5 else ""
+    priced = fault_seconds(mine, faults)
+    if priced is not None:
+        seconds += priced[0]
         said.append(
             f"{mine.faults_per_call or 0:,.0f} vs {theirs.faults_per_call or 0:,.0f} "
-            f"fresh-page faults per call x {price * 1e6:.2g} us (a base page's){over}"
+            f"fresh-page faults per call {priced[1]}"
         )
     temp_mine = float(mine.memory.get("temp_bytes") or 0)
     temp_theirs = float(theirs.memory.get("temp_bytes") or 0)

@@ -23,6 +23,9 @@ the process's own accounting gives the numbers the diagnosis compares backends b
   window shorter than `MACHINE_WINDOW_S` (the kernel counts in ticks of 10 ms) keeps the
   ready time alone. Ready time is not added to the cores: work that hops between
   threads makes several threads wait at once although one would run at a time.
+- **system time**: of that CPU time, the part spent in the kernel (``ru_stime``): page
+  faults and the zeroing of fresh pages, system calls. A fault is handled in the kernel,
+  so the faults' time is at most it: the ceiling beside the fault price's floor.
 - **minor page faults** per call (``getrusage``): pages the calls touched for the first
   time (a fresh ``mmap`` of an output buffer, a carry zero-filled on every call). glibc
   maps a buffer above its largest mmap threshold (32 MiB) afresh on each allocation
@@ -63,12 +66,14 @@ class Reading:
     wall_s: float
     run_s: float
     minor_faults: int
+    system_s: float = 0.0  # of run_s, the CPU time spent in the kernel
 
     def __add__(self, other: Reading) -> Reading:
         return Reading(
             self.wall_s + other.wall_s,
             self.run_s + other.run_s,
             self.minor_faults + other.minor_faults,
+            self.system_s + other.system_s,
         )
 
 
@@ -123,6 +128,9 @@ class Usage:
     # length (None: not read, or a window too short for the kernel's ticks)
     others_s: float | None = None
     window_s: float | None = None
+    # of run_s, the CPU seconds spent in the kernel (page faults and their zeroing,
+    # system calls); None: not read
+    system_s: float | None = None
 
     @property
     def cores(self) -> float | None:
@@ -146,18 +154,30 @@ class Usage:
     def faults_per_call(self) -> float | None:
         return self.minor_faults / self.calls if self.calls else None
 
+    @property
+    def system_per_call(self) -> float | None:
+        """CPU seconds in the kernel per call (every thread's), None: not read."""
+        return self.system_s / self.calls if self.calls and self.system_s is not None else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             **dataclasses.asdict(self),
             "cores": self.cores,
             "faults_per_call": self.faults_per_call,
+            "system_per_call": self.system_per_call,
             "contended": self.contended,
         }
 
 
-def _rusage() -> tuple[float, float, int]:
+def _rusage() -> tuple[float, float, int, float]:
+    """(wall, CPU time of every thread, minor faults, of that CPU time the kernel's)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return time.perf_counter(), usage.ru_utime + usage.ru_stime, usage.ru_minflt
+    return (
+        time.perf_counter(),
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_minflt,
+        usage.ru_stime,
+    )
 
 
 class Meter:
@@ -167,7 +187,7 @@ class Meter:
 
     def __init__(
         self,
-        rusage: Callable[[], tuple[float, float, int]] = _rusage,
+        rusage: Callable[[], tuple[float, ...]] = _rusage,
         ready: Callable[[], float | None] = ready_s,
         machine: Callable[[], tuple[float, float | None, float]] | None = None,
     ) -> None:
@@ -176,7 +196,8 @@ class Meter:
         # (wall, the machine's busy CPU seconds, this process's): read with the ready time
         self.machine = machine if machine is not None else _machine_reading
         self.machine_from: tuple[float, float | None, float] | None = None
-        self.started: tuple[float, float, int] | None = None  # before the current call
+        self.started: tuple[float, ...] | None = None  # before the current call
+        self.system_read = True  # the readings carry the kernel's CPU time
         self.first = ZERO  # the first sample
         self.window = ZERO  # samples 2..n
         self.ready_from: float | None = None  # the threads' ready time at sample 1
@@ -196,8 +217,12 @@ class Meter:
         end = self.rusage()
         if self.started is None:
             return
+        self.system_read = self.system_read and len(end) > 3
         spent = Reading(
-            end[0] - self.started[0], end[1] - self.started[1], end[2] - self.started[2]
+            end[0] - self.started[0],
+            end[1] - self.started[1],
+            int(end[2] - self.started[2]),
+            end[3] - self.started[3] if self.system_read else 0.0,
         )
         self.started = None
         if count == 1:
@@ -227,6 +252,7 @@ class Meter:
             max(spent.minor_faults, 0),
             others,
             window,
+            max(spent.system_s, 0.0) if self.system_read else None,
         )
 
     def _others(self) -> tuple[float | None, float | None]:

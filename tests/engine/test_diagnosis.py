@@ -435,6 +435,23 @@ def test_faults_are_priced_only_at_a_base_pages_price_and_over_the_cores_used():
     assert "17.6 ms" in first.evidence  # 19,531 x 1.8 us / 2
 
 
+def test_faults_are_priced_at_most_at_the_kernel_time_the_call_measured():
+    """A fault is handled in the kernel: its time is at most the call's system CPU time
+    (the ceiling beside the base-page price's floor)."""
+    base = {
+        "median_s": 0.0414,
+        "work": {"bytes": 400e6},
+        "bound_bytes_per_s": 41.6e9,
+        "faults_per_call": 19_531,
+        "rates": RATES,
+        "cores": ONE,
+    }
+    (first, *_) = diagnose(facts(**base, system_per_call=20e-3))
+    assert "capped at the 20 ms the call spent in the kernel: 20 ms" in first.evidence
+    (first, *_) = diagnose(facts(**base, system_per_call=50e-3))
+    assert "capped" not in first.evidence and "35.2 ms" in first.evidence
+
+
 def test_the_fresh_memory_fix_follows_where_the_faulted_bytes_come_from():
     """Most fresh bytes in XLA's copies of the inputs: the fix avoids the copies, and
     "donate the output" is not offered (vmapped TDMA: 483 of 563 MB were temporaries)."""
