@@ -81,7 +81,8 @@ every core's), the arithmetic rate, the roofline and the faster neighbour.
   `DOMINANT` of the median on the host with no count explaining it: look at the trace.
 - **not known**: nothing above has evidence: the sentence says what was measured (the
   shares, the known traffic and arithmetic at the measured rates, of the median) and
-  how to find out (``scanbench profile``; a profiler of the host code).
+  how to find out (the trace, by the call that works where the reader is:
+  `scanbench.trace_route`; a profiler of the host code).
 
 A decomposition the decomposition itself marks unreliable (its traced call took over 2x
 the median, or its parts exceed the median) gives no measured share: the rules then read
@@ -781,7 +782,7 @@ def _the_rest(facts: Facts) -> Finding:
             f"host {percent(host)} of the time that no count explains "
             f"(device {percent(device or 0)}): Python between the calls, NumPy on the host, "
             "or waits the probes do not see",
-            "look at the trace (`scanbench profile`): the host thread's events show where",
+            f"{facts.trace_route.look()}: the host thread's events show where",
         )
     return not_known(facts)
 

@@ -350,7 +350,7 @@ def not_known(facts: Facts) -> Finding:
     fix = (
         "profile the host code (py-spy, perf): scanbench counts no operations inside it"
         if host_code
-        else "find out with `scanbench profile`: the trace's kernels by op show where the "
+        else f"{facts.trace_route.find_out()}: the trace's kernels by op show where the "
         "device time goes"
     )
     return Finding(Cost.UNKNOWN, None, "; ".join(said), fix)

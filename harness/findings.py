@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .decomposition import decomposition_of
+from .trace_route import UNNAMED, TraceRoute
 
 MANY_DISPATCHES = 100  # dispatches (host-loop iterations) per call from which they count
 SMALL_EXECUTION_S = 100e-6  # mean time per dispatch (or iteration) below which it is small
@@ -243,6 +244,8 @@ class Facts:
     reference: bool = False  # the scenario's roofline kernel: not diagnosed
     # the same loop without the waits in the same table, for a loop with waits
     without_waits: Neighbour | None = None
+    # the call that writes a trace, from where the reader is, or the trace written
+    trace_route: TraceRoute = UNNAMED
 
 
 def cores_of(record: Any, cpu_count: int | None) -> Cores:
@@ -254,11 +257,13 @@ def cores_of(record: Any, cpu_count: int | None) -> Cores:
     return Cores(float(cpu_count or 1) if parallel else 1.0, False)
 
 
-def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
+def facts_of(
+    record: Any, environment: Mapping[str, Any], trace_route: TraceRoute = UNNAMED
+) -> Facts | None:
     """What the rules read of a stored, counted and timed record (None otherwise); the
     distances to a limit and the neighbours come from the report (they need the run's
     other records). The decomposition follows `scanbench.decomposition`'s rules from the
-    record's counts (`decomposition_of`)."""
+    record's counts (`decomposition_of`); ``trace_route``: how its reader gets a trace."""
     if record.status != "ok" or not record.counts or "median" not in record.stats:
         return None
     usage = dict(record.sampling or {}).get("usage") or {}
@@ -284,6 +289,7 @@ def facts_of(record: Any, environment: Mapping[str, Any]) -> Facts | None:
         host_calls=dict(record.counts.section("host_calls")),
         spans=dict(record.counts.spans),
         reference=record.strategy == "roofline",
+        trace_route=trace_route,
     )
 
 

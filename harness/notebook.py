@@ -36,11 +36,13 @@ import pandas as pd
 
 from scanbench.reports.frame import NOT_JITTED, records_frame, without_interval
 from scanbench.reports.growth_section import growth_sections
+from scanbench.reports.traced_call import kernel_lines, loop_lines
 from scanbench.reports.written import write_reports
 
 from .api import (
     Axis,
     Backend,
+    HarnessError,
     InputError,
     MismatchError,
     Record,
@@ -50,11 +52,12 @@ from .api import (
 )
 from .cells import Cell
 from .checks import leaf_path
+from .counts import Counts
 from .diagnosis import diagnose, facts_of
 from .donation import Donated, check_declared
 from .environment import collect
-from .execution.launcher import decomposed, run_cell_in_worker, with_stats
-from .execution.worker import Target, measure
+from .execution.launcher import decomposed, profile_in_worker, run_cell_in_worker, with_stats
+from .execution.worker import Target, measure, profile_backend
 from .factories import loop_backend
 from .growth.analysis import SweepAnalysis
 from .growth.budget import DEFAULT_BUDGET_S
@@ -64,9 +67,11 @@ from .import_path import with_import_root
 from .invocation import Growth, Invocation, NotebookCall, ScenarioFacts, Stage
 from .probes.overheads import measure_all
 from .probes.rates import measure_rates
+from .probes.trace import TraceFiles
 from .results import Run
 from .sampling import TimingConfig
 from .sources import pickle_directory, write_pickled
+from .trace_route import TraceRoute
 
 NAME = "functions"
 API = "scanbench.notebook.compare"  # the stored invocation's origin
@@ -549,22 +554,28 @@ def notes(row: Any) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """One function, measured: its row, counts, dispatches by function and diagnosis."""
+    """One function, measured: its row, counts, dispatches by function and diagnosis, and
+    the trace of one call when `profile` was asked for one."""
 
     row: Any  # pandas.Series: the function's row of `compare`
     record: Record
     dispatches_by_function: Mapping[str, float]
     diagnosis: tuple[Any, ...]  # scanbench.diagnosis.Finding, the dominant cost first
     isolation: str
+    trace: TraceFiles | None = None  # ``profile(..., trace=...)``: where it was written
 
     @property
     def counts(self) -> dict[str, float | None]:
         """Per call: dispatches, kernels, launch equivalents, transfers, compilations..."""
         return self.record.counts.per_call()
 
-    def text(self) -> str:
+    def text(self, top: int = 5) -> str:
+        """Its time, counts per call, busiest kernels, compiled loops (kernels per
+        iteration), the trace's paths when written, and the diagnosis; ``top``: how many
+        kernels to list."""
         median = self.row.get("median_s")
         note = self.row.get("notes") or ""
+        kernels = self.record.counts.breakdowns()["kernels_by_op"]
         lines = [
             f"{self.record.backend}: median {median:.6g} s ({self.isolation})"
             + (f"; {note}" if note else "")
@@ -573,28 +584,110 @@ class Profile:
             "per call: " + ", ".join(f"{k} {v:g}" for k, v in self.counts.items() if v is not None),
             "dispatches by function: "
             + ", ".join(f"{k} {v:g}" for k, v in self.dispatches_by_function.items()),
-            *(f"diagnosis: {finding.text()}" for finding in self.diagnosis),
+            *(kernel_lines(kernels, top) if kernels else []),
+            *loop_lines(self.record.counts.static),
         ]
+        if self.trace is not None:
+            lines += [f"trace of one call: {self.trace.directory}", *self.trace.lines()]
+        lines += [f"diagnosis: {finding.text()}" for finding in self.diagnosis]
         return "\n".join(lines)
 
 
-def profile(function: Callable[..., Any], *args: Any, name: str | None = None, **options):
+def _trace_directory(trace: str | os.PathLike[str] | bool, key: str) -> Path | None:
+    """Where ``profile(trace=...)`` writes: a folder given, ``results/profile-<name>``
+    for True, None for False."""
+    if trace is False or trace is None:
+        return None
+    if trace is True:
+        return Path("results", f"profile-{key}")
+    if isinstance(trace, str | os.PathLike) and str(trace):
+        return Path(trace)
+    raise InputError(
+        f"trace={trace!r}: give a folder to write the trace into, True for "
+        f"results/profile-{key}, or False"
+    )
+
+
+def _trace(
+    scenario: Scenario, key: str, directory: Path, isolate: bool, timeout_s: float
+) -> TraceFiles:
+    """One checked call of ``key`` traced into ``directory``, by the code `scanbench
+    profile` runs (`scanbench.execution.worker.profile_backend`): in a fresh worker with
+    ``isolate``, as `compare` measured it, else in this process."""
+    directory.mkdir(parents=True, exist_ok=True)
+    log_dir = str(directory.resolve())
+    if isolate:
+        with pickle_directory() as tmp:
+            pickled = write_pickled({"SCENARIO": scenario}, Path(tmp, "scenario.pkl"))
+            cell = Cell(scenario.name, key, "default", _dtype(), 0, f"{pickled}:SCENARIO")
+            environ = with_import_root(os.environ, os.getcwd())  # as _measure_isolated
+            data = profile_in_worker(cell, log_dir, timeout_s, environ=environ)
+    else:
+        size, backend = scenario.size("default"), scenario.backend(key)
+        data = profile_backend(scenario, backend, size, Target(_dtype()), log_dir)
+    error = Counts.from_json(data).errors.get("trace")
+    if error:
+        raise HarnessError(f"the trace of {key} failed: {error}")
+    return TraceFiles.found(log_dir)
+
+
+def profile(
+    function: Callable[..., Any],
+    *args: Any,
+    name: str | None = None,
+    trace: str | os.PathLike[str] | bool = False,
+    **options,
+):
     """`compare` of one function (its own reference: the check is that its output is
-    finite and the same after repeated calls), returned as a `Profile`."""
+    finite and the same after repeated calls), returned as a `Profile`.
+
+    Args:
+        function: called as ``function(*args)``.
+        name: how the table and the diagnosis name it (default: its ``__name__``).
+        trace: a folder to write a Perfetto and XProf trace of one call into (True:
+            ``results/profile-<name>``), as ``scanbench profile`` does for a cell; the
+            call is checked first, and traced in a fresh worker with ``isolate=True``.
+            ``Profile.trace`` and ``text()`` give its paths, and the diagnosis points at
+            it. Without one, the diagnosis says how to ask for it.
+        **options: those of `compare` (``strategy=`` for ``strategies``).
+
+    Example:
+        >>> measured = profile(scan, xs, trace="trace")
+        >>> print(measured.trace.perfetto)  # open it in ui.perfetto.dev
+    """
 
     key = name or getattr(function, "__name__", "function")
+    directory = _trace_directory(trace, key)
     options.setdefault("strategies", {key: options.pop("strategy", "library")})
     table = compare({key: function}, *args, reference=key, **options)
     run = table.attrs["run"]
     (record,) = run.records
     row = table.loc[key]
-    facts = facts_of(record, run.environment)
+    files = None
+    if directory is not None:
+        scenario = scenario_of(
+            {key: function},
+            args,
+            key,
+            options["strategies"],
+            Tolerance(options.get("rtol"), options.get("atol")),
+            options.get("work"),
+            options.get("name", NAME),
+            options.get("setup"),
+            options.get("check", True),
+            options.get("donate"),
+        )
+        isolate, timeout_s = options.get("isolate", False), options.get("timeout_s", 900.0)
+        files = _trace(scenario, key, directory, isolate, timeout_s)
+    route = TraceRoute.python(key) if files is None else TraceRoute.at(files.directory)
+    facts = facts_of(record, run.environment, route)
     return Profile(
         row=row,
         record=record,
         dispatches_by_function=record.counts.breakdowns()["dispatches_by_function"],
         diagnosis=diagnose(facts) if facts is not None else (),
         isolation=table.attrs["isolation"],
+        trace=files,
     )
 
 

@@ -72,6 +72,7 @@ def scanbench(request: pytest.FixtureRequest) -> Callable[..., Measured]:
     from .diagnosis import Facts, diagnose
     from .notebook import _dtype, scenario_of
     from .pytest_bench import benchmark_backend
+    from .trace_route import TraceRoute
 
     def measure(
         function: Callable[..., Any],
@@ -87,7 +88,8 @@ def scanbench(request: pytest.FixtureRequest) -> Callable[..., Measured]:
         )
         info = benchmark_backend(benchmark, scenario, key, "default", dtype=_dtype())
         counts = info["counts_per_call"]
-        findings = diagnose(Facts(None, counts, info.get("kernels_by_op", {})))
+        route = TraceRoute.python(key)  # a test's function: no scenario for the command
+        findings = diagnose(Facts(None, counts, info.get("kernels_by_op", {}), trace_route=route))
         return Measured(counts=counts, extra_info=info, diagnosis=findings)
 
     return measure

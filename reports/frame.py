@@ -98,8 +98,11 @@ from scanbench.diagnosis import (
 )
 from scanbench.gap import explain
 from scanbench.gathered import environment_of, kind_label, kinds, shard_of
+from scanbench.invocation import NotebookCall
 from scanbench.results import Run
+from scanbench.sources import shortest
 from scanbench.statistics import bootstrap_medians, median_bound_indices, ratio_interval_of
+from scanbench.trace_route import TraceRoute
 
 GROUP = ["scenario", "size", "dtype", "device"]
 NOT_JITTED = "python"  # the engine of a function that is not jitted (scanbench.notebook)
@@ -217,6 +220,19 @@ def _set_aside(interference: dict[str, Any]) -> dict[str, Any]:
     return {"set_aside": len(aside), "set_aside_why": " | ".join(why)}
 
 
+def trace_route(run: Run, record: Any) -> TraceRoute:
+    """How the reader of a record's diagnosis gets a trace of it: a function measured in
+    Python (`scanbench.compare`) by ``scanbench.profile``, a run's cell by ``scanbench
+    profile`` of that cell (a bundled scenario by its name, another by its source)."""
+    if isinstance(run.invocation.origin, NotebookCall):
+        return TraceRoute.python(record.backend)
+    facts = run.scenarios.get(record.scenario)
+    source = facts.source if facts is not None and facts.source else record.scenario
+    params = dict(record.params or {})
+    scenario = shortest(record.scenario, source)
+    return TraceRoute.command(scenario, record.backend, record.size, record.dtype, params)
+
+
 def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
     """One row per record of every run (ratios computed within each run)."""
     rows = []
@@ -313,7 +329,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "loops": json.dumps(_loops(record.counts.static)),
                     **_bound(record, work, levels, bandwidth, cores),
                     **_count_columns(record.counts, decomposition_of(record, env)),
-                    "_facts": facts_of(record, env),
+                    "_facts": facts_of(record, env, trace_route(run, record)),
                 }
             )
     frame = pd.DataFrame(rows)

@@ -551,7 +551,11 @@ def slowest_lead(ok: pd.DataFrame) -> str:
     )  # whole clauses of the fix where they fit, else its words
     if kept:
         return text + "; ".join(clauses[:kept])
-    return textwrap.shorten(text + head.fix, GLANCE_LEAD, placeholder=" ...")
+    short = textwrap.shorten(text + head.fix, GLANCE_LEAD, placeholder=" ...")
+    if short.count("`") % 2:  # a code span (a command) cut open: close it before the "..."
+        closed = textwrap.shorten(text + head.fix, GLANCE_LEAD, placeholder="` ...")
+        short = closed if closed.count("`") % 2 == 0 else short
+    return short
 
 
 def at_a_glance(frame: pd.DataFrame) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from scanbench.reports.traced_call import render
 from ..api import HarnessError, InputError
 from ..cells import select
 from ..counts import Counts
+from ..probes.trace import TraceFiles
 from .options import cell_options, params, positive, scenarios
 
 HELP = "write a Perfetto/XProf trace of one cell and summarise its counts"
@@ -45,5 +46,5 @@ def run(args: argparse.Namespace) -> int:
     counts = Counts.from_json(profile_in_worker(cell, str(out.resolve()), args.timeout))
     if "trace" in counts.errors:
         raise HarnessError(f"the trace of {cell.label} failed: {counts.errors['trace']}")
-    print(render(counts, cell.label, str(out), args.top))
+    print(render(counts, cell.label, TraceFiles.found(out), args.top))
     return 0

@@ -251,11 +251,13 @@ def with_stats(record: Record, confidence: float) -> Record:
     return dataclasses.replace(record, stats=stats)
 
 
-def profile_in_worker(cell: Cell, log_dir: str, timeout_s: float) -> dict[str, Any]:
+def profile_in_worker(
+    cell: Cell, log_dir: str, timeout_s: float, environ: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Trace one call of a cell in a fresh process, keeping the trace in ``log_dir``; the
-    process starts as the cell's worker does (`worker_environ`: its devices and the XLA
-    flags its backend declares)."""
-    environ = worker_environ(cell, os.environ)
+    process starts as the cell's worker does (`worker_environ` of ``environ``, default
+    this process's: its devices and the XLA flags its backend declares)."""
+    environ = worker_environ(cell, os.environ if environ is None else environ)
     with tempfile.TemporaryDirectory(prefix="scanbench-profile-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "counts.json")
         spec.write_text(json.dumps(cell_spec(cell, TimingConfig())), encoding="utf-8")

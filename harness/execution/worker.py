@@ -568,15 +568,24 @@ def profile_cell(cell: Cell, log_dir: str) -> dict[str, Any]:
     configure_jax(cell.dtype)  # before the scenario's code runs: it may make arrays
     scenario = scenario_of(cell)
     backend = scenario.backend(cell.backend).with_params(dict(cell.params))
-    size = scenario.size(cell.size)
-    inputs = scenario.make_inputs(size, cell.seed, cell.dtype)
+    target = Target(cell.dtype, cell.seed)
+    return profile_backend(scenario, backend, scenario.size(cell.size), target, log_dir)
+
+
+def profile_backend(
+    scenario: Scenario, backend: Backend, size: Size, target: Target, log_dir: str
+) -> dict[str, Any]:
+    """Check one backend at a size, then trace one warm call into ``log_dir`` and count
+    it, in this process: `profile_cell`'s worker, and `scanbench.notebook.profile`'s
+    ``trace=`` without ``isolate``."""
+    inputs = scenario.make_inputs(size, target.seed, target.dtype)
     expected = scenario.reference(inputs)
     prepared = backend.prepare(inputs, size)
     setup = None if backend.setup is None else functools.partial(backend.setup, prepared)
     output, _ = time_call(backend.run, prepared, before=setup)
     if backend.checked:
         check = check_of(scenario, backend, prepared)
-        checked_error(check, backend.to_reference(output), expected, cell.dtype)
+        checked_error(check, backend.to_reference(output), expected, target.dtype)
     return count_cell(backend, prepared, device_info()["platform"], log_dir=log_dir)
 
 

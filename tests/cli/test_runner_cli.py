@@ -99,6 +99,9 @@ def test_profile_command_writes_a_trace(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "100  jit(_forward_column)" in result.stdout
     assert list(out.rglob("*.xplane.pb")) and list(out.rglob("perfetto_trace.json.gz"))
+    (perfetto,) = out.rglob("perfetto_trace.json.gz")  # its real path is printed
+    assert f"Perfetto (ui.perfetto.dev): {perfetto.resolve()}" in result.stdout
+    assert "scanbench profile" not in result.stdout  # the trace is written: it is named
 
 
 def test_profile_starts_its_worker_as_the_cell_worker_with_the_declared_flags(tmp_path):
