@@ -126,7 +126,16 @@ def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
     said, seconds = [], 0.0
     faults = (mine.faults_per_call or 0.0) - (theirs.faults_per_call or 0.0)
     priced = fault_seconds(mine, faults)
-    if priced is not None:
+    kernel = _kernel_time(mine, theirs) if faults >= 1 else None
+    if kernel is not None and (priced is None or kernel[0] > priced[0]):
+        seconds += kernel[0]
+        floor = f", at least {duration(priced[0])} of it at a base page's price" if priced else ""
+        said.append(
+            f"{kernel[1]}: the faulting, zeroing and unmapping of fresh memory, "
+            f"{mine.faults_per_call or 0:,.0f} vs {theirs.faults_per_call or 0:,.0f} "
+            f"fresh-page faults per call{floor}"
+        )
+    elif priced is not None:
         seconds += priced[0]
         said.append(
             f"{mine.faults_per_call or 0:,.0f} vs {theirs.faults_per_call or 0:,.0f} "
@@ -148,6 +157,20 @@ def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
     return Difference("fresh memory", seconds, 0.0, "; ".join(said) + f" (most: {where})", fix)
 
 
+def _kernel_time(mine: Facts, theirs: Facts) -> tuple[float, str] | None:
+    """The CPU time a timed call spent in the kernel above the neighbour's, measured
+    (``getrusage``'s system time, every thread's), over the cores the cell used (the
+    threads in the kernel at once: assumed); None where either run did not read it."""
+    a, b = mine.system_per_call, theirs.system_per_call
+    if a is None or b is None or a <= b:
+        return None
+    cores = max(mine.cores.count if mine.cores and mine.cores.measured else 1.0, 1.0)
+    over = f" over the {cores:.1f} cores it used (assumed at once)" if cores >= 1.05 else ""
+    return (a - b) / cores, (
+        f"CPU time in the kernel {duration(a)} vs {duration(b)} per call (measured){over}"
+    )
+
+
 def _accessed(facts: Facts) -> float | None:
     """Bytes XLA's cost analysis counts the program accessing per call (loops included)."""
     static = facts.static
@@ -162,6 +185,8 @@ def _bytes_moved(mine: Facts, theirs: Facts) -> Difference | None:
     bandwidth of the cell's memory bound (both JAX cells): every op's operands and
     outputs, so bytes a cache serves are in it too, said as such."""
     a, b, bandwidth = _accessed(mine), _accessed(theirs), mine.bound_bytes_per_s
+    if a is not None and b is None and bandwidth and theirs.engine in HOST_CODE:
+        return _bytes_beyond_host(mine, theirs, a, bandwidth)
     if a is None or b is None or not bandwidth or a - b < 2**20 or a / b < 1.1:
         return None
     level = f" ({mine.bound_level})" if mine.bound_level else ""
@@ -172,6 +197,29 @@ def _bytes_moved(mine: Facts, theirs: Facts) -> Difference | None:
         f"XLA's program accesses {a / 1e9:,.3g} GB vs {b / 1e9:,.3g} GB per call (cost analysis: "
         f"every op's operands and outputs, cached ones too) at the copy bandwidth{level}, "
         f"{bandwidth / 1e9:,.3g} GB/s",
+        "move fewer bytes per call: fuse the passes, keep per-step results out of the "
+        "scan's stacked outputs, block the work so each block stays in cache",
+    )
+
+
+def _bytes_beyond_host(
+    mine: Facts, theirs: Facts, accessed: float, bandwidth: float
+) -> Difference | None:
+    """A JAX cell against host code (a Numba kernel: no cost analysis): the time XLA's
+    program's accessed bytes take at the bound's copy bandwidth beyond the neighbour's
+    whole median, a floor (the neighbour moved its bytes within its median)."""
+    seconds = accessed / bandwidth - (theirs.median_s or 0.0)
+    if seconds <= 0:
+        return None
+    level = f" ({mine.bound_level})" if mine.bound_level else ""
+    return Difference(
+        "bytes moved",
+        seconds,
+        0.0,
+        f"XLA's program accesses {accessed / 1e9:,.3g} GB per call (cost analysis: every "
+        f"op's operands and outputs, cached ones too): {duration(accessed / bandwidth)} at "
+        f"the copy bandwidth{level}, {bandwidth / 1e9:,.3g} GB/s, beyond the "
+        f"{duration(theirs.median_s or 0.0)} of the neighbour's whole call (a floor)",
         "move fewer bytes per call: fuse the passes, keep per-step results out of the "
         "scan's stacked outputs, block the work so each block stays in cache",
     )

@@ -16,9 +16,10 @@ every such sentence of a report and recomputes what it cites from the rows alone
 `audit_memory` reads every "memory-bound" lead the same way: its share at most 100%,
 "allocate the output once" only where the output is at least its temporaries.
 
-It also says how much of the gap the named differences account for (``explained``), so
-a results file tells how often a lead says *why* (`EXPLAINS` or more: a mechanism that
-explains at least half the gap). Numbers only; the manual renders them
+It also says how much of the gap the named differences account for (``explained``; all
+of it for waits priced by the same loop without them, which differs only in the waits),
+so a results file tells how often a lead says *why* (`EXPLAINS` or more: a mechanism
+that explains at least half the gap). Numbers only; the manual renders them
 (docs/counts-and-diagnosis.md, "How often a lead says why").
 """
 
@@ -128,6 +129,9 @@ def audit(report: Report) -> tuple[LeadAudit, ...]:
             lead, neighbour = named
             gap = neighbour.gap
             largest = gap.largest if gap is not None else None
+            # waits priced by the same loop without them (the same dispatches and kernels,
+            # `scanbench.reports.frame._without_waits`): the waits are the whole gap
+            twin = lead.cost.value == "sync-bound" and gap is None and lead.share is not None
             found.append(
                 LeadAudit(
                     scenario=str(row["scenario"]),
@@ -136,8 +140,8 @@ def audit(report: Report) -> tuple[LeadAudit, ...]:
                     neighbour=neighbour.name,
                     ratio=neighbour.ratio,
                     gap_s=None if gap is None else gap.seconds,
-                    explained=0.0 if gap is None else gap.explained,
-                    largest="" if largest is None else largest.mechanism,
+                    explained=1.0 if twin else 0.0 if gap is None else gap.explained,
+                    largest="waits" if twin else "" if largest is None else largest.mechanism,
                     problems=tuple(_check(row, lead, neighbour, rows)),
                 )
             )

@@ -437,18 +437,18 @@ def _rows_of(results: Path, scenario: str, size: str):
 
 
 def test_what_the_pages_say_of_the_two_python_loops_holds_in_the_committed_runs():
-    """README.md and docs/scenarios.md explain the smoke table's two Python loops in words;
+    """docs/scenarios.md explains the smoke table's two Python loops in words;
     the words must stay true of the committed results they sit beside."""
     smoke = _rows_of(SMOKE, "tridiagonal", "smoke")
     queued, synced = smoke.loc["sequential-jax"], smoke.loc["sequential-jax-sync"]
-    assert synced["median_s"] < queued["median_s"]  # "faster here"
+    assert synced["median_s"] > queued["median_s"]  # "slower ... in the smoke table"
     assert synced["dispatches"] == queued["dispatches"]  # "the same dispatches"
-    assert queued["host_pct"] > synced["host_pct"]  # "host time that no count names"
+    assert synced["sync_pct"] > 0 and not queued["sync_pct"]  # "the sync share"
     scanned = smoke[smoke["strategy"] == "scanned"]
     assert (scanned["dispatches"] == 1).all()  # "each scanned backend makes one per call"
     assert queued["dispatches"] > 100  # "one dispatch per column step"
     default = _rows_of(DOCS / "results" / "default.json", "tridiagonal", "default")
-    assert (
+    assert (  # "and at default"
         default.loc["sequential-jax", "median_s"] < default.loc["sequential-jax-sync", "median_s"]
     )
 

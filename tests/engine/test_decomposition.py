@@ -103,6 +103,7 @@ def recovered(backend: str, size: str, known: dict[str, Callable[[float], float]
     return {**middle, "rounds": rounds}
 
 
+@pytest.mark.solo  # recovers measured shares: the other xdist worker's load skews them
 def test_host_python_and_device_time_are_told_apart():
     """Known: HOST_S of busy loop (wall clock), the rest is the device computation (its
     dispatch is ~10 us)."""
@@ -122,6 +123,7 @@ def test_a_transfer_bound_backend_is_all_transfer():
     assert parts["device_fraction"] == 0.0
 
 
+@pytest.mark.solo  # recovers measured shares: the other xdist worker's load skews them
 def test_a_dispatch_bound_backend_is_all_dispatch():
     """2000 dispatches of a trivial function run inline on the calling thread: their
     kernels are part of the dispatch cost, not device time counted twice."""

@@ -19,7 +19,7 @@ import pytest
 from scanbench.diagnosis import CORES_DIFFER, Cost
 from scanbench.reports.frame import records_frame
 from scanbench.results import Run, load_run
-from tests.support.paths import DATA, REPO_ROOT
+from tests.support.paths import DATA
 
 # the manual's runs of 2026-11-25, kept as recorded facts (docs/results/ moves on)
 RESULTS = DATA / "results-2026-11-25"
@@ -330,9 +330,13 @@ def test_a_pool_boundary_never_turns_on_cores_measured_on_a_busy_machine():
 # ------------------------------------------- 3. ratios from samples outside a slow spell
 
 
+# the mppi_tuning cells of the manual's smoke run of 2026-11-26: cells with slow spells
+SPELLS = DATA / "results-2026-11-26" / "mppi-smoke.json"
+
+
 def _committed(scenario: str) -> pd.DataFrame:
-    """The report frame of one scenario of the manual's committed smoke run."""
-    run = load_run(REPO_ROOT / "docs" / "results" / "smoke.json")
+    """The report frame of one scenario of the smoke run of 2026-11-26 (`SPELLS`)."""
+    run = load_run(SPELLS)
     records = tuple(record for record in run.records if record.scenario == scenario)
     return records_frame([Run(run.environment, run.invocation, records)]).set_index("backend_name")
 
@@ -348,7 +352,7 @@ def test_a_neighbour_is_named_only_if_it_is_faster_outside_the_slow_spell():
         finding.neighbour is None or finding.neighbour.name != "scanned-xla-default"
         for finding in frame.at["scanned", "findings"]
     ), lead(frame, "scanned").text()
-    run = load_run(REPO_ROOT / "docs" / "results" / "smoke.json")
+    run = load_run(SPELLS)
     records = []
     for record in run.records:
         if record.scenario != "mppi_tuning":

@@ -297,3 +297,48 @@ def test_a_float_per_row_is_a_located_transfer_and_its_indexing_a_dispatch():
     assert by["transfers"].seconds == pytest.approx(1e-3 + 1e-3)
     assert "__float__ x256" in by["transfers"].text and "__getitem__ x256" in by["dispatches"].text
     assert gap.largest.mechanism == "dispatches" and gap.largest.located
+
+
+def test_fresh_memory_is_priced_by_the_kernel_time_measured_when_it_is_more():
+    """vmapped TDMA at default (2026-12-06): 137,502 fresh-page faults per call, 236 ms of
+    kernel CPU time per call on 1.7 cores, against a Numba kernel with none. The base-page
+    price gives 62 ms; the kernel time measured (faulting, zeroing and unmapping) is the
+    larger and is used, over the cores, with the floor said beside it."""
+    vmapped = dataclasses.replace(
+        _facts(0.264),
+        faults_per_call=137_502,
+        system_per_call=0.236,
+        cores=Cores(1.7, True),
+        rates={**RATES, "fault_s": 0.77e-6, "fault_kind": "base page"},
+        memory={"output_bytes": 80e6, "temp_bytes": 483e6, "temporaries": []},
+    )
+    numba = dataclasses.replace(
+        _facts(0.030, dispatches=0), engine="numba", faults_per_call=0.0, system_per_call=0.0
+    )
+    fresh = next(
+        d for d in explain(vmapped, numba, 0.5).differences if d.mechanism == "fresh memory"
+    )
+    assert fresh.seconds == pytest.approx(0.236 / 1.7)
+    assert "CPU time in the kernel 236 ms vs 0 us per call (measured)" in fresh.text
+    assert "at least 62.3 ms of it at a base page's price" in fresh.text
+    # a run that did not read the kernel time keeps the base-page floor
+    unread = dataclasses.replace(vmapped, system_per_call=None)
+    fresh = next(
+        d for d in explain(unread, numba, 0.5).differences if d.mechanism == "fresh memory"
+    )
+    assert fresh.seconds == pytest.approx(137_502 * 0.77e-6 / 1.7)
+
+
+def test_a_jax_programs_bytes_beyond_a_host_neighbours_whole_call_are_a_floor():
+    """Against a Numba kernel (no cost analysis), XLA's accessed bytes at the bandwidth,
+    less the neighbour's whole median: what it cannot have spent on the same bytes."""
+    static = {"available": True, "bytes_accessed": 2.96e9}
+    jax_cell = dataclasses.replace(_facts(0.264), static=static, bound_bytes_per_s=47.7e9)
+    numba = dataclasses.replace(_facts(0.0298, dispatches=0), engine="numba")
+    moved = next(
+        d for d in explain(jax_cell, numba, 0.5).differences if d.mechanism == "bytes moved"
+    )
+    assert moved.seconds == pytest.approx(2.96e9 / 47.7e9 - 0.0298)
+    assert "beyond the 29.8 ms of the neighbour's whole call (a floor)" in moved.text
+    quick = dataclasses.replace(numba, median_s=0.1)  # its median covers the bytes: nothing
+    assert "bytes moved" not in _mechanisms(jax_cell, quick)

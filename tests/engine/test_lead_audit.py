@@ -8,6 +8,7 @@ import functools
 
 import pytest
 
+from scanbench.diagnosis import Cost
 from scanbench.findings import Difference
 from scanbench.reports.audit import audit, audit_memory
 from scanbench.reports.model import Report, Table, build
@@ -127,24 +128,31 @@ def test_every_memory_bound_lead_offers_the_fix_its_fresh_bytes_call_for(name):
 
 def test_a_memory_bound_lead_that_donates_the_output_beside_temporaries_is_caught():
     """The fix of the committed results before issue 66 (vmapped TDMA at default: "allocate
-    the output once" with 483 of 563 MB in XLA temporaries), planted on a lead."""
+    the output once" with 483 of 563 MB in XLA temporaries), planted as a row's lead."""
     report = _report("default")
-    leads = [
-        (index, at)
-        for index, table in enumerate(report.tables)
-        for at, row in table.rows.iterrows()
-        if (row.get("findings") or ()) and row["findings"][0].cost.value == "memory-bound"
-    ]
-    assert leads, "no memory-bound lead in the committed default results"
-    index, at = leads[0]
+    index, backend, _ = _first_named(report)
 
-    def donating(rows):
+    def donating(rows, output, temporaries):
+        at = rows.index[rows["backend"] == backend][0]
         lead, *rest = rows.at[at, "findings"]
-        planted = dataclasses.replace(lead, fix="allocate the output once and donate it")
+        planted = dataclasses.replace(
+            lead, cost=Cost.MEMORY, share=0.6, fix="allocate the output once and donate it"
+        )
         rows.at[at, "findings"] = (planted, *rest)
-        rows.at[at, "mem_output"], rows.at[at, "mem_temp"] = 80e6, 483e6
+        rows.at[at, "mem_output"], rows.at[at, "mem_temp"] = output, temporaries
         return rows
 
-    assert any(
-        "donate the output" in p[3] for p in audit_memory(_with_rows(report, index, donating))
-    )
+    def problems(output, temporaries):
+        changed = _with_rows(report, index, lambda rows: donating(rows, output, temporaries))
+        return [p[3] for p in audit_memory(changed)]
+
+    assert any("donate the output" in p for p in problems(80e6, 483e6))
+    assert not problems(483e6, 80e6)
+
+
+def test_waits_priced_by_the_same_loop_without_them_explain_their_whole_gap():
+    """sequential-jax-sync's lead prices its waits by sequential-jax, the same loop
+    without them (same dispatches and kernels): the audit counts the whole gap."""
+    (synced,) = [a for a in audit(_report("smoke")) if a.backend == "sequential-jax-sync"]
+    assert synced.neighbour == "sequential-jax"
+    assert synced.largest == "waits" and synced.explained == 1.0 and synced.says_why
