@@ -78,7 +78,9 @@ every core's), the arithmetic rate, the roofline and the faster neighbour.
   flags), then the fastest on at most as many cores (always named), else the fastest on
   more cores, with both core counts and the ratio per core.
 - **unexplained host time**: a JAX backend whose reliable decomposition leaves at least
-  `DOMINANT` of the median on the host with no count explaining it: look at the trace.
+  `DOMINANT` of the median on the host with no count explaining it: look at the trace;
+  where the first faster backend's gap puts at least `EXPLAINS` of it in profiled host
+  code, that backend leads instead (the host time is located, not unexplained).
 - **not known**: nothing above has evidence: the sentence says what was measured (the
   shares, the known traffic and arithmetic at the measured rates, of the median) and
   how to find out (the trace, by the call that works where the reader is:
@@ -722,7 +724,13 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
         key=lambda f: -(f.share or 0.0),
     )
     leading = timed and (timed[0].share or 0.0) >= DOMINANT
-    if leading and unknown.cost == Cost.UNEXPLAINED and (unknown.share or 0.0) > timed[0].share:
+    larger = unknown.cost == Cost.UNEXPLAINED and (
+        not timed or (unknown.share or 0.0) > (timed[0].share or 0.0)
+    )
+    if larger and _host_located(neighbours):
+        # the host time is not unexplained: the faster backend's gap says where it goes
+        return (*neighbours, *timed, *rest_of(fired, timed))
+    if leading and larger:
         timed = [unknown, *timed]  # a priced share never hides a larger unexplained one
     rest = [f for f in fired if f not in timed]
     if timed and (timed[0].share or 0.0) >= DOMINANT:
@@ -734,6 +742,26 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
     if neighbours and unknown.cost == Cost.UNKNOWN:  # the neighbour is what is known
         return (*neighbours, *timed, *rest)
     return (*neighbours, unknown, *timed, *rest)
+
+
+def rest_of(fired: Sequence[Finding], timed: Sequence[Finding]) -> list[Finding]:
+    return [f for f in fired if f not in timed]
+
+
+HOST_MECHANISMS = ("host between calls", "host loop", "host calls into ")
+
+
+def _host_located(neighbours: Sequence[Finding]) -> bool:
+    """Whether the first faster backend's gap puts at least `EXPLAINS` of it in host
+    code, with the functions profiled (host between calls, a host loop, host calls into
+    a library): then a cell's host time is explained, not "unexplained"."""
+    first = neighbours[0].neighbour if neighbours else None
+    largest = None if first is None or first.gap is None else first.gap.largest
+    return (
+        largest is not None
+        and largest.mechanism.startswith(HOST_MECHANISMS)
+        and largest.share >= EXPLAINS
+    )
 
 
 def _backed(fired: Sequence[Finding], neighbours: Sequence[Finding]) -> Finding | None:

@@ -20,6 +20,7 @@ from scanbench.diagnosis import (
     summary,
 )
 from scanbench.evidence import loop_of
+from scanbench.findings import Difference, Gap
 from tests.support.paths import DATA
 
 COSTS = {"dispatch_queued_s": 11e-6, "kernel_launch_s": 40e-9}
@@ -574,3 +575,28 @@ def test_waits_are_priced_by_the_same_loop_without_them():
 def test_the_roofline_row_is_a_reference_not_diagnosed():
     (only,) = diagnose(facts(reference=True, x_roofline=1.0))
     assert only.cost == Cost.REFERENCE and only.fix == "not diagnosed"
+
+
+def test_host_time_the_faster_backend_locates_is_not_called_unexplained():
+    """mppi_tuning/default/sequential (2026-12-06): host 63% that no count explains led,
+    "look at the trace", while its faster backend's gap put 64% of the gap in host code
+    between the device calls, profiled (jax fold_in x2576). That neighbour leads."""
+    host = Difference(
+        "host between calls", 0.465, 0.64, "host code between its 15,422 device calls", "jit"
+    )
+    gap = Gap(0.721, (host,))
+    faster = (Neighbour("sharded", 40.5, 24.4, 43.5, {}, (ONE, TWO), gap=gap),)
+    per_call = {"dispatches": 15_422, "h2d": 0, "host_conversions": 0, "compiles": 0}
+    decomposition = {
+        "device_fraction": 0.26,
+        "host_fraction": 0.63,
+        "dispatch_fraction": 0.08,
+        "reliable": True,
+    }
+    base = {"median_s": 0.739, "per_call": per_call, "decomposition": decomposition}
+    (first, *rest) = diagnose(facts(**base, faster=faster))
+    assert first.neighbour is not None and first.neighbour.name == "sharded", first.text()
+    assert Cost.UNEXPLAINED not in costs(rest)
+    unlocated = (dataclasses.replace(faster[0], gap=Gap(0.721, ())),)
+    (first, *_) = diagnose(facts(**base, faster=unlocated))
+    assert first.cost == Cost.UNEXPLAINED
