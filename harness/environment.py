@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .checkout import git_commit, own_commit, run_git
 from .credentials import public_url
 from .import_path import import_root
 from .probes.caches import DRAM, Level, measure_levels
@@ -37,32 +38,14 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _git(cwd: str | os.PathLike[str] | None, *args: str) -> subprocess.CompletedProcess:
-    """``git *args`` in ``cwd`` (fixed arguments: no user input reaches them)."""
-    command = ["git", *args]  # git from PATH, as the user's shell finds it
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=10)  # noqa: S603
-
-
-def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
-    try:
-        result = _git(cwd, "rev-parse", "HEAD")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if result.returncode != 0:
-        return None
-    commit = result.stdout.strip()
-    dirty = _git(cwd, "status", "--porcelain", "--untracked-files=no")
-    return commit + ("-dirty" if dirty.stdout.strip() else "")
-
-
 def git_facts(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
     """The commit the project is at (sha, author date, subject, parents), its branch and
     remote URL, for the history across commits; None outside a git work tree."""
     fields = ("%H", "%aI", "%s", "%P")
     try:
-        shown = _git(cwd, "log", "-1", f"--format={'%x00'.join(fields)}")
-        branch = _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
-        remote = _git(cwd, "remote", "get-url", "origin")
+        shown = run_git(cwd, "log", "-1", f"--format={'%x00'.join(fields)}")
+        branch = run_git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
+        remote = run_git(cwd, "remote", "get-url", "origin")
     except (OSError, subprocess.SubprocessError):
         return None
     if shown.returncode != 0 or not shown.stdout.strip():
@@ -78,23 +61,6 @@ def git_facts(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any] | Non
         "remote": public_url(remote.stdout.strip()) if remote.returncode == 0 else None,
         "dirty": (git_commit(cwd) or "").endswith("-dirty"),
     }
-
-
-def own_checkout() -> Path | None:
-    """The checkout scanbench is imported from (an editable install of a clone), or None
-    (installed from a wheel into site-packages)."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        project = (root / "pyproject.toml").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    return root if 'name = "scanbench"' in project else None
-
-
-def own_commit() -> str | None:
-    """The commit of the checkout scanbench is imported from, if it is one."""
-    root = own_checkout()
-    return git_commit(root) if root is not None and (root / ".git").exists() else None
 
 
 def device_info() -> dict[str, Any]:

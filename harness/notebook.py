@@ -67,11 +67,10 @@ from .import_path import with_import_root
 from .invocation import Growth, Invocation, NotebookCall, ScenarioFacts, Stage
 from .probes.overheads import measure_all
 from .probes.rates import measure_rates
-from .probes.trace import TraceFiles
 from .results import Run
 from .sampling import TimingConfig
 from .sources import pickle_directory, write_pickled
-from .trace_route import TraceRoute
+from .trace_route import TraceFiles, TraceRoute
 
 NAME = "functions"
 API = "scanbench.notebook.compare"  # the stored invocation's origin

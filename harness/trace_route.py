@@ -14,6 +14,8 @@ the reader is.
 from __future__ import annotations
 
 import dataclasses
+import glob
+import os
 import shlex
 from collections.abc import Mapping
 
@@ -74,3 +76,27 @@ class TraceRoute:
 
 
 UNNAMED = TraceRoute()  # the command, where the facts name no cell (the default)
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceFiles:
+    """A trace `recording` kept: its folder (XProf/TensorBoard's ``--logdir``) and the
+    newest Perfetto file under it (None when the profiler wrote none)."""
+
+    directory: str
+    perfetto: str | None
+
+    @classmethod
+    def found(cls, directory: str | os.PathLike[str]) -> TraceFiles:
+        """The trace files under ``directory``, as absolute paths."""
+        folder = os.path.abspath(directory)
+        files = glob.glob(os.path.join(folder, "**", "perfetto_trace.json.gz"), recursive=True)
+        return cls(folder, max(files, key=os.path.getmtime) if files else None)
+
+    def lines(self) -> list[str]:
+        """Where each viewer opens it."""
+        perfetto = self.perfetto or "none written"
+        return [
+            f"  XProf/TensorBoard: --logdir {self.directory}",
+            f"  Perfetto (ui.perfetto.dev): {perfetto}",
+        ]

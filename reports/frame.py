@@ -100,7 +100,6 @@ from scanbench.gap import explain
 from scanbench.gathered import environment_of, kind_label, kinds, shard_of
 from scanbench.invocation import NotebookCall
 from scanbench.results import Run
-from scanbench.sources import shortest
 from scanbench.statistics import bootstrap_medians, median_bound_indices, ratio_interval_of
 from scanbench.trace_route import TraceRoute
 
@@ -220,6 +219,9 @@ def _set_aside(interference: dict[str, Any]) -> dict[str, Any]:
     return {"set_aside": len(aside), "set_aside_why": " | ".join(why)}
 
 
+BUNDLED = "scanbench.scenarios."  # the sources of the bundled scenarios' modules
+
+
 def trace_route(run: Run, record: Any) -> TraceRoute:
     """How the reader of a record's diagnosis gets a trace of it: a function measured in
     Python (`scanbench.compare`) by ``scanbench.profile``, a run's cell by ``scanbench
@@ -229,7 +231,10 @@ def trace_route(run: Run, record: Any) -> TraceRoute:
     facts = run.scenarios.get(record.scenario)
     source = facts.source if facts is not None and facts.source else record.scenario
     params = dict(record.params or {})
-    scenario = shortest(record.scenario, source)
+    # a bundled scenario by its catalogue name (its source is in scanbench.scenarios);
+    # no scenario is loaded here
+    bundled = source.startswith(BUNDLED)
+    scenario = record.scenario if bundled else source
     return TraceRoute.command(scenario, record.backend, record.size, record.dtype, params)
 
 

@@ -13,8 +13,7 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from scanbench import __version__
-from scanbench.environment import own_commit
+from scanbench.checkout import own_commit, version
 from scanbench.gathered import shard_environments
 from scanbench.results import Run
 from scanbench.units import format_duration, format_seconds, number
@@ -395,8 +394,8 @@ def problems(group: pd.DataFrame) -> list[tuple[str, str, str]]:
 @functools.cache
 def rendering_code() -> tuple[str | None, str]:
     """The commit of the checkout rendering reports (None: installed from a wheel) and
-    scanbench's version: asked of git once per process."""
-    return own_commit(), __version__
+    scanbench's version: asked of git once per process (`scanbench.checkout`)."""
+    return own_commit(), version() or "unknown"
 
 
 def environment_lines(runs: Sequence[Run]) -> list[str]:

@@ -9,8 +9,7 @@ from typing import Any
 
 from scanbench.counts import Counts
 from scanbench.diagnosis import Facts, diagnose
-from scanbench.probes.trace import TraceFiles
-from scanbench.trace_route import TraceRoute
+from scanbench.trace_route import TraceFiles, TraceRoute
 from scanbench.units import format_seconds
 
 

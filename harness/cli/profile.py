@@ -11,7 +11,7 @@ from scanbench.reports.traced_call import render
 from ..api import HarnessError, InputError
 from ..cells import select
 from ..counts import Counts
-from ..probes.trace import TraceFiles
+from ..trace_route import TraceFiles
 from .options import cell_options, params, positive, scenarios
 
 HELP = "write a Perfetto/XProf trace of one cell and summarise its counts"

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..api import HarnessError, InputError
-from ..environment import own_checkout
+from ..checkout import own_checkout
 from ..import_path import with_import_root
 from ..ownership import check_owned
 

@@ -285,30 +285,6 @@ def recording(log_dir: str | None = None) -> Iterator[list[TraceEvent]]:
         events.extend(flatten(jax.profiler.ProfileData.from_file(files[-1])))
 
 
-@dataclasses.dataclass(frozen=True)
-class TraceFiles:
-    """A trace `recording` kept: its folder (XProf/TensorBoard's ``--logdir``) and the
-    newest Perfetto file under it (None when the profiler wrote none)."""
-
-    directory: str
-    perfetto: str | None
-
-    @classmethod
-    def found(cls, directory: str | os.PathLike[str]) -> TraceFiles:
-        """The trace files under ``directory``, as absolute paths."""
-        folder = os.path.abspath(directory)
-        files = glob.glob(os.path.join(folder, "**", "perfetto_trace.json.gz"), recursive=True)
-        return cls(folder, max(files, key=os.path.getmtime) if files else None)
-
-    def lines(self) -> list[str]:
-        """Where each viewer opens it."""
-        perfetto = self.perfetto or "none written"
-        return [
-            f"  XProf/TensorBoard: --logdir {self.directory}",
-            f"  Perfetto (ui.perfetto.dev): {perfetto}",
-        ]
-
-
 def trace_calls(
     run: Callable[[Any], Any],
     prepared: Any,

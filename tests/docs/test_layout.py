@@ -137,7 +137,10 @@ def test_the_reports_read_results_and_never_run_anything():
                "scanbench.statistics", "scanbench.units", "scanbench.errors",
                "scanbench.import_path", "scanbench.bounds", "scanbench.safe_files",
                "scanbench.gathered", "scanbench.shown_text",
-               "scanbench.extras")  # fmt: skip
+               "scanbench.extras",
+               # where a trace is and how to reach it; which code renders (git, metadata);
+               # the typed request a run stored (a notebook call or a command)
+               "scanbench.trace_route", "scanbench.checkout", "scanbench.invocation")  # fmt: skip
     for name, targets in GRAPH.items():
         if name.startswith("scanbench.reports"):
             wrong = {t for t in targets if not t.startswith(allowed)}
