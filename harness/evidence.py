@@ -97,10 +97,29 @@ def arithmetic(facts: Facts) -> Priced | None:
 BASE_PAGE = "base page"  # the only fault price the faults are multiplied by
 
 
+HUGE_FAULT_BYTES = 2**20  # fresh bytes per fault from which a cell's faults are huge pages
+
+
+def fault_kind(facts: Facts) -> str:
+    """``huge page`` where the bytes one call allocates (memory probe) over its faults
+    are a megabyte or more and the run priced a huge page's fault, else ``base page``."""
+    fresh = (facts.memory.get("measured") or {}).get("bytes")
+    faults = facts.faults_per_call
+    huge = facts.rates.get("fault_huge_s")
+    if huge and fresh and faults and faults >= 1 and fresh / faults >= HUGE_FAULT_BYTES:
+        return "huge page"
+    return BASE_PAGE
+
+
 def fault_price(facts: Facts) -> float | None:
-    """The run's price of one fresh-page fault, only where it is a base page's (a price
-    of the older mixed-page probe overstates a base page's 4-5x: not used, not known)."""
-    return facts.rates.get("fault_s") if facts.rates.get("fault_kind") == BASE_PAGE else None
+    """The run's price of one of the cell's fresh-page faults, of the kind it took
+    (`fault_kind`); only a price of a known kind (a price of the older mixed-page probe
+    overstates a base page's 4-5x: not used, not known)."""
+    if facts.rates.get("fault_kind") != BASE_PAGE:
+        return None
+    if fault_kind(facts) == "huge page":
+        return facts.rates.get("fault_huge_s")
+    return facts.rates.get("fault_s")
 
 
 def fault_cores(facts: Facts) -> float:
@@ -164,7 +183,10 @@ def fault_seconds(facts: Facts, faults: float) -> tuple[float, str] | None:
     price = fault_price(facts)
     if not (faults >= 1 and price):
         return None
-    seconds, said = faults * price, f"x {price * 1e6:.2g} us (a base page's: a floor)"
+    kind = fault_kind(facts)
+    floor = ": a floor" if kind == BASE_PAGE else ""
+    each = f"{price * 1e6:.2g}" if price < 100e-6 else f"{price * 1e6:,.0f}"
+    seconds, said = faults * price, f"x {each} us (a {kind}'s{floor})"
     kernel = facts.system_per_call
     if kernel is not None and kernel < seconds:
         seconds = kernel

@@ -58,7 +58,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from .evidence import HOST_CODE, arithmetic, fault_seconds, operations, origin
+from .evidence import HOST_CODE, arithmetic, fault_kind, fault_seconds, operations, origin
 from .findings import (
     FIXES,
     LOCATED,
@@ -128,7 +128,8 @@ def _kernels(mine: Facts, theirs: Facts) -> Difference | None:
 
 
 def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
-    """Fresh-page faults at a base page's price, over the cell's cores, and the extra
+    """Fresh-page faults at their kind's price (or the kernel time measured, when more),
+    over the cell's cores, and the extra
     temporaries' traffic at the bound's copy bandwidth (see the module doc)."""
     said, seconds = [], 0.0
     faults = (mine.faults_per_call or 0.0) - (theirs.faults_per_call or 0.0)
@@ -136,7 +137,11 @@ def _fresh_memory(mine: Facts, theirs: Facts) -> Difference | None:
     kernel = _kernel_time(mine, theirs) if faults >= 1 else None
     if kernel is not None and (priced is None or kernel[0] > priced[0]):
         seconds += kernel[0]
-        floor = f", at least {duration(priced[0])} of it at a base page's price" if priced else ""
+        floor = (
+            f", at least {duration(priced[0])} of it at a {fault_kind(mine)}'s price"
+            if priced
+            else ""
+        )
         said.append(
             f"{kernel[1]}: the faulting, zeroing and unmapping of fresh memory, "
             f"{mine.faults_per_call or 0:,.0f} vs {theirs.faults_per_call or 0:,.0f} "

@@ -20,9 +20,12 @@ measured in the run, on the same machine, like the unit costs of
   writing memory already touched, divided by the faults counted (``getrusage``). The
   kernel's zeroing of the page is in it. A fault of a huge page (2 MiB, which NumPy asks
   for on large arrays) costs more per fault (on this project's VM 181 us against 2.7 us)
-  but less per byte, and a cell's fault count (`scanbench.probes.usage`) does not say
-  which kind it took: priced at a base page's cost, its faults' time is a floor
-  (``fault_kind``), never an overestimate. (Before, the probe wrote a NumPy array and
+  but less per byte: the same probe with huge pages asked for (``MADV_HUGEPAGE``) gives
+  ``fault_huge_s``, where the kernel grants them. A cell's fault count
+  (`scanbench.probes.usage`) does not say which kind it took; the bytes its calls
+  allocate per fault do (`scanbench.evidence.fault_price`: a base page's price unless
+  a fault mapped a megabyte or more), and priced at a base page's cost its faults' time
+  is a floor (``fault_kind``), never an overestimate. (Before, the probe wrote a NumPy array and
   averaged over its mix of huge and base pages, 12.6 us a fault: a JAX cell's base-page
   faults were priced 4-5x too high, and "memory-bound" claimed 200-370% of a median.)
 - **a NumPy call** (``numpy_call_s``): one ``np.add`` of two 1-element arrays into a
@@ -133,12 +136,16 @@ def device_flops_per_s(dtype: str, elements: int = 2**24, rounds: int = 16) -> f
     return 2.0 * STEPS * rounds * elements / best
 
 
-def _fresh_pages(nbytes: int) -> mmap.mmap:
+HUGE_BYTES = 2**20  # a fault that maps this much or more on average took huge pages
+
+
+def _fresh_pages(nbytes: int, huge: bool = False) -> mmap.mmap:
     """A fresh anonymous mapping of base pages (huge pages refused where the kernel has
-    them): every page faults on its first write."""
+    them), or asking for huge pages (``huge``): every page faults on its first write."""
     mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    if hasattr(mmap, "MADV_NOHUGEPAGE"):  # Linux; elsewhere there are no huge pages here
-        mapping.madvise(mmap.MADV_NOHUGEPAGE)
+    advice = "MADV_HUGEPAGE" if huge else "MADV_NOHUGEPAGE"
+    if hasattr(mmap, advice):  # Linux; elsewhere there are no huge pages here
+        mapping.madvise(getattr(mmap, advice))
     return mapping
 
 
@@ -154,15 +161,15 @@ def _write(mapping: mmap.mmap, value: float) -> tuple[float, int]:
     return seconds, faults
 
 
-def fault_cost(nbytes: int = FAULT_BYTES, repeats: int = 7) -> dict[str, Any]:
-    """Seconds per minor fault of a base page, over writing memory already touched, and
-    the bytes one fault mapped on average (see the module doc)."""
-    kept = _fresh_pages(nbytes)
+def _fault_price(nbytes: int, repeats: int, huge: bool) -> tuple[float, float]:
+    """(seconds per minor fault over writing memory already touched, bytes one fault
+    mapped), of base pages or of pages asked to be huge."""
+    kept = _fresh_pages(nbytes, huge)
     _write(kept, 0.0)
     warms, colds, faults = [], [], []
     for _ in range(repeats):
         warms.append(_write(kept, 1.0)[0])
-        fresh = _fresh_pages(nbytes)
+        fresh = _fresh_pages(nbytes, huge)
         seconds, faulted = _write(fresh, 1.0)
         colds.append(seconds)
         faults.append(faulted)
@@ -173,7 +180,20 @@ def fault_cost(nbytes: int = FAULT_BYTES, repeats: int = 7) -> dict[str, Any]:
     # parallel test run) does so in most repeats.
     count = max(float(np.median(faults)), 1.0)
     extra = max(min(colds) - min(warms), 0.0)
-    return {"fault_s": extra / count, "fault_bytes": nbytes / count, "fault_kind": "base page"}
+    return extra / count, nbytes / count
+
+
+def fault_cost(nbytes: int = FAULT_BYTES, repeats: int = 7) -> dict[str, Any]:
+    """Seconds per minor fault of a base page and the bytes one fault mapped on average,
+    and the same of a huge page where the kernel grants them on request (``fault_huge_s``,
+    ``fault_huge_bytes``; absent where a fault still maps less than `HUGE_BYTES`: no
+    transparent huge pages). See the module doc."""
+    base, base_bytes = _fault_price(nbytes, repeats, huge=False)
+    found: dict[str, Any] = {"fault_s": base, "fault_bytes": base_bytes, "fault_kind": "base page"}
+    huge, huge_bytes = _fault_price(nbytes, repeats, huge=True)
+    if huge_bytes >= HUGE_BYTES:
+        found.update(fault_huge_s=huge, fault_huge_bytes=huge_bytes)
+    return found
 
 
 def numpy_call_cost(calls: int = NUMPY_CALLS, repeats: int = 7) -> dict[str, float]:

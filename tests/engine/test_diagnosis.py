@@ -600,3 +600,24 @@ def test_host_time_the_faster_backend_locates_is_not_called_unexplained():
     unlocated = (dataclasses.replace(faster[0], gap=Gap(0.721, ())),)
     (first, *_) = diagnose(facts(**base, faster=unlocated))
     assert first.cost == Cost.UNEXPLAINED
+
+
+def test_faults_of_huge_pages_are_priced_at_a_huge_pages_price():
+    """A call that allocates 400 MB fresh with 200 faults took huge pages (2 MB a fault):
+    its faults are priced at the run's huge-page price, not a base page's."""
+    rates = {**RATES, "fault_huge_s": 150e-6, "fault_huge_bytes": 2**21}
+    base = {
+        "median_s": 0.0414,
+        "work": {"bytes": 400e6},
+        "bound_bytes_per_s": 41.6e9,
+        "rates": rates,
+        "cores": ONE,
+    }
+    huge = {"measured": {"bytes": 400e6}}
+    (first, *_) = diagnose(facts(**base, faults_per_call=200, memory=huge))
+    assert "200 page faults per call on fresh memory x 150 us (a huge page's): 30 ms" in (
+        first.evidence
+    )
+    small = {"measured": {"bytes": 80e6}}
+    (first, *_) = diagnose(facts(**base, faults_per_call=19_531, memory=small))
+    assert "x 1.8 us (a base page's: a floor)" in first.evidence

@@ -7,6 +7,7 @@ import os
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 from scanbench.probes.rates import (
     FAULT_BYTES,
@@ -32,6 +33,23 @@ def test_a_page_fault_costs_something_and_maps_one_base_page():
     cost = fault_cost(nbytes=FAULT_BYTES, repeats=5)
     assert cost["fault_s"] > 0 and cost["fault_kind"] == "base page"
     assert cost["fault_bytes"] == resource.getpagesize()  # every page faulted, one by one
+
+
+def test_a_huge_page_fault_is_priced_where_the_kernel_grants_huge_pages():
+    """With transparent huge pages on request (``madvise``), one fault maps 2 MiB and
+    costs more than a base page's, less per byte; without them no huge price is kept."""
+    try:
+        enabled = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        enabled = "[never]"
+    cost = fault_cost(nbytes=FAULT_BYTES, repeats=5)
+    if "[never]" in enabled:
+        assert "fault_huge_s" not in cost
+        return
+    assert cost["fault_huge_bytes"] >= 2**20
+    assert cost["fault_huge_s"] > cost["fault_s"]
+    per_byte = cost["fault_huge_s"] / cost["fault_huge_bytes"]
+    assert per_byte < cost["fault_s"] / cost["fault_bytes"]
 
 
 def test_the_notebook_api_skips_the_arithmetic():
