@@ -8,6 +8,8 @@ every such sentence of a report and recomputes what it cites from the rows alone
 - the ratio it cites is this row's median / the neighbour's (to the two decimals shown);
 - the gap per call it prices is the difference of the two medians;
 - the shares of the gap it names sum to at most 100%;
+- a neighbour pooled on more cores (`CORES_DIFFER` or more, the report's pools) is
+  said to run on them;
 - where either row had a flagged slow spell, the ratio of their medians outside it is
   still at least `FASTER_BY` (a neighbour from a spell's samples is no neighbour);
 - "donate the output" is offered for fresh memory only where the cell's output is at
@@ -32,7 +34,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from scanbench.diagnosis import FASTER_BY
+from scanbench.diagnosis import CORES_DIFFER, FASTER_BY
 from scanbench.findings import EXPLAINS, Finding, Neighbour
 
 from .model import Report
@@ -76,6 +78,14 @@ def _row_of(rows: pd.DataFrame, name: str) -> pd.Series | None:
     return None
 
 
+def _pool_cores(row: pd.Series) -> float:
+    """The cores a row is pooled by (`scanbench.reports.frame`): measured, or declared
+    where measured on a busy machine."""
+    if bool(row.get("cores_contended")) and row.get("cores_declared") is not None:
+        return float(row["cores_declared"])
+    return float(row["cores"])
+
+
 def _check(row: pd.Series, lead: Finding, neighbour: Neighbour, rows: pd.DataFrame) -> list[str]:
     problems = []
     theirs = _row_of(rows, neighbour.name)
@@ -87,6 +97,15 @@ def _check(row: pd.Series, lead: Finding, neighbour: Neighbour, rows: pd.DataFra
     if f"{mine_s / theirs_s:.2f}" != f"{neighbour.ratio:.2f}":
         problems.append(
             f"ratio {neighbour.ratio:.2f}x cited, the medians give {mine_s / theirs_s:.2f}x"
+        )
+    mine_pool, theirs_pool = _pool_cores(row), _pool_cores(theirs)
+    said = neighbour.cores is not None and (
+        abs(neighbour.cores[0].count - neighbour.cores[1].count) >= CORES_DIFFER
+    )
+    if theirs_pool - mine_pool >= CORES_DIFFER and not said:
+        problems.append(
+            f"{neighbour.name} is pooled on more cores ({theirs_pool:.1f} vs "
+            f"{mine_pool:.1f}) and the sentence does not say so"
         )
     if row.get("spell") is not None or theirs.get("spell") is not None:
         clean = float(np.median(row["clean_samples_s"])) / float(

@@ -156,3 +156,25 @@ def test_waits_priced_by_the_same_loop_without_them_explain_their_whole_gap():
     (synced,) = [a for a in audit(_report("smoke")) if a.backend == "sequential-jax-sync"]
     assert synced.neighbour == "sequential-jax"
     assert synced.largest == "waits" and synced.explained == 1.0 and synced.says_why
+
+
+def test_a_neighbour_on_more_cores_that_the_sentence_hides_is_caught():
+    """A like-with-like sentence whose neighbour the report pools on more cores (issue
+    66: cartpole/smoke/library named the 2-device sharded program, pooled by 0.026 of a
+    core measured on a busy machine): planted as the neighbour's declared cores."""
+    report = _report("smoke")
+    index, backend, neighbour = _first_named(report)
+
+    def more_cores(rows):
+        theirs = rows.index[rows["backend"] == neighbour][0]
+        mine = rows.index[rows["backend"] == backend][0]
+        rows.at[theirs, "cores_contended"] = True
+        rows.at[theirs, "cores_declared"] = float(rows.at[mine, "cores"]) + 1.0
+        return rows
+
+    named = next(a for a in audit(_report("smoke")) if a.backend == backend)
+    assert not any("more cores" in p for p in named.problems)
+    problems = next(
+        a.problems for a in audit(_with_rows(report, index, more_cores)) if a.backend == backend
+    )
+    assert any("pooled on more cores" in p for p in problems), problems
