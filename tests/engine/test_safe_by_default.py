@@ -240,7 +240,7 @@ def test_a_reference_cache_others_can_write_is_refused(tmp_path, monkeypatch):
 
 def test_a_venv_cache_others_can_write_is_refused(tmp_path, monkeypatch):
     from scanbench.api import InputError
-    from scanbench.environment import own_checkout
+    from scanbench.checkout import own_checkout
     from scanbench.gate.environments import requirement_venv
 
     if own_checkout() is None:
