@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..api import InputError
 from ..cells import Selection
 from ..execution.interrupts import Interrupted, signals_raise
 from ..extras import check_html
@@ -85,7 +86,45 @@ def add_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     _growth_options(parser)
     run_shards.add_options(parser)
+    parser.set_defaults(stored_defaults={dest: parser.get_default(dest) for dest in STORED})
     return parser
+
+
+# what a run stores and `--resume` takes from it: given again, they would be ignored
+STORED = (
+    "scenario",
+    "scenario_file",
+    "backend",
+    "size",
+    "dtype",
+    "param",
+    "seed",
+    "max_time",
+    "target_width",
+    "min_time",
+    "min_count",
+    "min_samples",
+    "warmup",
+    "remeasure",
+    "out",
+    "devices",
+    "no_probes",
+    "no_overlap",
+    "cache",
+    "count_parts",
+    "grow",
+    "grow_budget",
+)
+
+
+def _given_with_resume(args: argparse.Namespace) -> list[str]:
+    """The stored settings given beside ``--resume`` (as options: ``--max-time``)."""
+    defaults = getattr(args, "stored_defaults", {})
+    return [
+        "--" + dest.replace("_", "-")
+        for dest, default in defaults.items()
+        if getattr(args, dest, default) != default
+    ]
 
 
 def _growth_options(parser: argparse.ArgumentParser) -> None:
@@ -175,6 +214,12 @@ def run(args: argparse.Namespace) -> int:
 
     run_shards.check(args)
     check_html(args.html)
+    given = _given_with_resume(args) if args.resume else []
+    if given:
+        raise InputError(
+            f"--resume continues a run with its stored settings: {', '.join(given)} cannot be "
+            "given with it (start a new run with --out to change them)"
+        )
     if args.resume and run_shards.submitted(Path(args.resume)):
         return run_shards.pick_up(args, Path(args.resume), finish)
     if args.resume:

@@ -361,3 +361,18 @@ def test_two_runs_with_one_out_never_share_a_journal(tmp_path):
     first.send_signal(signal.SIGINT)
     first.communicate(timeout=120)
     assert [r.backend for r in read_journal(journal)[2]] == ["good"]
+
+
+def test_settings_given_beside_resume_are_refused_not_ignored(tmp_path, capsys):
+    """`--resume` takes the run's stored settings: a --backend or --max-time given with it
+    was silently ignored (the run resumed every cell with its own). Refused in one line,
+    naming them, before anything runs or is written."""
+    from scanbench.cli.main import main
+
+    out = tmp_path / "run.json"
+    out.write_text((DATA / "toy-failed.json").read_text())
+    before = out.read_bytes()
+    assert main(["run", "--resume", str(out), "--backend", "nope", "--max-time", "1"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--backend, --max-time cannot be given with it" in line
+    assert out.read_bytes() == before
