@@ -187,8 +187,8 @@ def fault_seconds(facts: Facts, faults: float) -> tuple[float, str] | None:
     floor = ": a floor" if kind == BASE_PAGE else ""
     each = f"{price * 1e6:.2g}" if price < 100e-6 else f"{price * 1e6:,.0f}"
     seconds, said = faults * price, f"x {each} us (a {kind}'s{floor})"
-    kernel = facts.system_per_call
-    if kernel is not None and kernel < seconds:
+    kernel = facts.system_per_call  # 0: below the kernel clock's resolution, not a reading
+    if kernel and kernel < seconds:
         seconds = kernel
         said += f", capped at the {duration(kernel)} the call spent in the kernel"
     cores = fault_cores(facts)

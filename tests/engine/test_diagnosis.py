@@ -451,6 +451,9 @@ def test_faults_are_priced_at_most_at_the_kernel_time_the_call_measured():
     assert "capped at the 20 ms the call spent in the kernel: 20 ms" in first.evidence
     (first, *_) = diagnose(facts(**base, system_per_call=50e-3))
     assert "capped" not in first.evidence and "35.2 ms" in first.evidence
+    # no kernel time read (below the clock's resolution): not a cap of zero
+    (first, *_) = diagnose(facts(**base, system_per_call=0.0))
+    assert "capped" not in first.evidence and "35.2 ms" in first.evidence
 
 
 def test_the_fresh_memory_fix_follows_where_the_faulted_bytes_come_from():
