@@ -729,7 +729,7 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
     )
     if larger and _host_located(neighbours):
         # the host time is not unexplained: the faster backend's gap says where it goes
-        return (*neighbours, *timed, *rest_of(fired, timed))
+        return (*neighbours, *timed, *(f for f in fired if f not in timed))
     if leading and larger:
         timed = [unknown, *timed]  # a priced share never hides a larger unexplained one
     rest = [f for f in fired if f not in timed]
@@ -742,10 +742,6 @@ def diagnose(facts: Facts) -> tuple[Finding, ...]:
     if neighbours and unknown.cost == Cost.UNKNOWN:  # the neighbour is what is known
         return (*neighbours, *timed, *rest)
     return (*neighbours, unknown, *timed, *rest)
-
-
-def rest_of(fired: Sequence[Finding], timed: Sequence[Finding]) -> list[Finding]:
-    return [f for f in fired if f not in timed]
 
 
 HOST_MECHANISMS = ("host between calls", "host loop", "host calls into ")

@@ -58,7 +58,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from .evidence import HOST_CODE, arithmetic, fault_kind, fault_seconds, operations, origin
+from .evidence import (
+    HOST_CODE,
+    arithmetic,
+    fault_cores,
+    fault_kind,
+    fault_seconds,
+    operations,
+    origin,
+)
 from .findings import (
     FIXES,
     LOCATED,
@@ -176,7 +184,7 @@ def _kernel_time(mine: Facts, theirs: Facts) -> tuple[float, str] | None:
     a, b = mine.system_per_call, theirs.system_per_call
     if a is None or b is None or a <= b:
         return None
-    cores = max(mine.cores.count if mine.cores and mine.cores.measured else 1.0, 1.0)
+    cores = fault_cores(mine)
     over = f" over the {cores:.1f} cores it used (assumed at once)" if cores >= 1.05 else ""
     return (a - b) / cores, (
         f"CPU time in the kernel {duration(a)} vs {duration(b)} per call (measured){over}"

@@ -37,6 +37,7 @@ import pandas as pd
 from scanbench.diagnosis import CORES_DIFFER, FASTER_BY
 from scanbench.findings import EXPLAINS, Finding, Neighbour
 
+from .frame import pool_cores
 from .model import Report
 
 DONATE_OUTPUT = "allocate the output once"  # the fresh-memory fix for an output's pages
@@ -78,14 +79,6 @@ def _row_of(rows: pd.DataFrame, name: str) -> pd.Series | None:
     return None
 
 
-def _pool_cores(row: pd.Series) -> float:
-    """The cores a row is pooled by (`scanbench.reports.frame`): measured, or declared
-    where measured on a busy machine."""
-    if bool(row.get("cores_contended")) and row.get("cores_declared") is not None:
-        return float(row["cores_declared"])
-    return float(row["cores"])
-
-
 def _check(row: pd.Series, lead: Finding, neighbour: Neighbour, rows: pd.DataFrame) -> list[str]:
     problems = []
     theirs = _row_of(rows, neighbour.name)
@@ -98,7 +91,7 @@ def _check(row: pd.Series, lead: Finding, neighbour: Neighbour, rows: pd.DataFra
         problems.append(
             f"ratio {neighbour.ratio:.2f}x cited, the medians give {mine_s / theirs_s:.2f}x"
         )
-    mine_pool, theirs_pool = _pool_cores(row), _pool_cores(theirs)
+    mine_pool, theirs_pool = pool_cores(row), pool_cores(theirs)
     said = neighbour.cores is not None and (
         abs(neighbour.cores[0].count - neighbour.cores[1].count) >= CORES_DIFFER
     )

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -636,12 +636,12 @@ def _faster_neighbours(
     for _, group in ok_median.groupby([frame[key] for key in SAME_RUN], sort=False):
         valid = group.dropna().sort_values()
         same_program = _siblings(frame, list(valid.index))
-        cores = {index: _pool_cores(frame, index) for index in valid.index}
+        cores = {index: pool_cores(frame.loc[index]) for index in valid.index}
         for index in valid.index:
             candidates = [other for other in valid.index if other != index]
             siblings = same_program[index]
             # on at most as many cores (`CORES_DIFFER`): a boundary never turns on cores
-            # measured on a busy machine (`_pool_cores`)
+            # measured on a busy machine (`pool_cores`)
             fewer = [o for o in candidates if cores[o] < cores[index] + CORES_DIFFER]
             fewer_set = set(fewer)
             more = [o for o in candidates if o not in fewer_set]
@@ -671,12 +671,12 @@ def _declared_cores(record: Any, cpu_count: int | None) -> float:
     return float(cpu_count or 1) if parallel else 1.0
 
 
-def _pool_cores(frame: pd.DataFrame, index: Any) -> float:
+def pool_cores(row: Mapping[str, Any]) -> float:
     """The cores a row is pooled by: measured, or declared where the measurement was
     made on a busy machine (other programs took the cores it would have used)."""
-    if bool(frame.at[index, "cores_contended"]) and "cores_declared" in frame:
-        return float(frame.at[index, "cores_declared"])
-    return float(frame.at[index, "cores"])
+    if bool(row.get("cores_contended")) and row.get("cores_declared") is not None:
+        return float(row["cores_declared"])
+    return float(row["cores"])
 
 
 def _without_waits(frame: pd.DataFrame, ok_median: pd.Series, intervals: _Intervals) -> list:
