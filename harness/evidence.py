@@ -177,9 +177,10 @@ def _bytes_part(facts: Facts) -> Priced | None:
 
 
 def fault_seconds(facts: Facts, faults: float) -> tuple[float, str] | None:
-    """``faults`` fresh-page faults per call priced: at a base page's price (a floor),
-    capped by the CPU time the call measured in the kernel (a fault is handled there: a
-    ceiling), over the cores the cell used; the seconds and what was assumed."""
+    """``faults`` fresh-page faults per call priced: at their kind's price (a base
+    page's is a floor, `fault_kind`), capped by the CPU time the call measured in the
+    kernel (a fault is handled there: a ceiling), over the cores the cell used; the
+    seconds and what was assumed."""
     price = fault_price(facts)
     if not (faults >= 1 and price):
         return None
@@ -198,7 +199,7 @@ def fault_seconds(facts: Facts, faults: float) -> tuple[float, str] | None:
 
 
 def _faults_part(facts: Facts) -> Priced | None:
-    """The timed calls' fresh-page faults at a base page's price, over the cell's cores
+    """The timed calls' fresh-page faults at their kind's price, over the cell's cores
     (`fault_seconds`)."""
     faults = facts.faults_per_call
     priced = fault_seconds(facts, faults) if faults else None
@@ -209,8 +210,8 @@ def _faults_part(facts: Facts) -> Priced | None:
 
 def traffic(facts: Facts) -> list[Priced]:
     """The known traffic at the run's measured rates: the bytes the work must move at
-    the bound's copy bandwidth, and the fresh pages the timed calls faulted in (at a
-    base page's price, over the cores the cell used)."""
+    the bound's copy bandwidth, and the fresh pages the timed calls faulted in (at
+    their kind's price, over the cores the cell used: `fault_seconds`)."""
     return [part for part in (_bytes_part(facts), _faults_part(facts)) if part is not None]
 
 
