@@ -40,6 +40,7 @@ _LAZY = {
     "Compiled": ".factories",
     "compiled_backend": ".factories",
     "host_backend": ".factories",
+    "chained": ".factories",
     "jax_backend": ".factories",
     "loop_backend": ".factories",
     "parametric": ".factories",
@@ -73,6 +74,7 @@ __all__ = [
     "TimingConfig",
     "UnknownNameError",
     "__version__",
+    "chained",
     "compare",
     "compile_reference",
     "compiled_backend",
@@ -106,6 +108,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .execution.reference_cache import compile_reference
     from .factories import (
         Compiled,
+        chained,
         compiled_backend,
         host_backend,
         jax_backend,

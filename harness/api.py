@@ -200,6 +200,9 @@ class Axis:
         return derived
 
 
+CHAINS = ("serial", "interleaved")  # how a backend runs dependent chains (Backend.chains)
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     """One way to compute a scenario's answer.
@@ -251,6 +254,16 @@ class Backend:
         parallel: it uses every core of the machine (a Numba ``prange`` loop; a sharded
             backend is parallel by its strategy): its memory bound is the copy bandwidth
             of every core, not of one.
+        chains: how it runs the dependent chains of a scenario that declares them
+            (``work()["chains"]`` and ``work()["chain_steps"]``: a Thomas sweep per
+            system): ``"serial"``, one chain's steps back to back on a core (a loop over
+            systems around the sweep: each step waits for the last, so steps x the
+            measured latency of one, over its cores, is a floor of its time:
+            `scanbench.evidence.chain_floor`); ``"interleaved"``, several chains' steps
+            in one inner loop (systems innermost, or vectorised across them: their
+            latencies overlap); ``None``, not declared (no chain floor is claimed).
+            Checked against the measurements: a backend declared serial that runs
+            faster than its floor is declared wrong (tests/engine/test_chains.py).
         donate: the positions of the arguments its executable donates
             (``jax.jit(..., donate_argnums=...)``), declared through
             `scanbench.factories.compiled_backend` or the notebook API's ``donate=``:
@@ -287,8 +300,14 @@ class Backend:
     checked: bool = True
     parallel: bool = False
     donate: tuple[int, ...] = ()
+    chains: str | None = None
 
     def __post_init__(self) -> None:
+        if self.chains is not None and self.chains not in CHAINS:
+            raise InputError(
+                f"backend {self.name!r}: chains must be one of {', '.join(CHAINS)} or None, "
+                f"got {self.chains!r}"
+            )
         if bool(self.params) != (self.bind is not None):
             raise InputError(f"backend {self.name!r}: params and bind go together")
         check_declared(f"backend {self.name!r}", self.xla_flags)
@@ -508,6 +527,7 @@ class Record:
     cache: str = WARM  # "cold": the caches were evicted before every sample (--cache)
     xla_flags: tuple[str, ...] = ()  # the XLA flags the backend declares (Backend.xla_flags)
     xla_flags_applied: bool = True  # False: measured in a process that started without them
+    chains: str | None = None  # how it runs dependent chains (Backend.chains), if declared
 
     @property
     def key(self) -> tuple:

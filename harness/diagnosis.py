@@ -31,6 +31,14 @@ every core's), the arithmetic rate, the roofline and the faster neighbour.
   every loop's trip count (`scanbench.probes.operations`); for host code (NumPy, Numba,
   SciPy), the scenario's declared ``work()["flops"]``; else there is none and no
   arithmetic is claimed.
+- **latency-bound**: a backend declared to run the scenario's dependent chains one after
+  another (``Backend.chains = "serial"``; the scenario declares ``work()["chains"]`` and
+  ``["chain_steps"]``: a Thomas sweep per system) whose steps at the run's measured
+  latency of one dependent step (``x = c / (b - a x)``, `scanbench.probes.rates`), over
+  the cores it used, take at least `MOST` of the median: no core runs a chain faster, so
+  only interleaving chains (several systems in one inner loop) goes below it. A backend
+  that interleaves, or did not declare, gets no chain floor (the throughput rates bound
+  it instead).
 - **host loop**: host code (NumPy, SciPy, Numba, or a function that dispatches nothing
   to XLA) that runs a Python loop of at least `MANY_DISPATCHES` iterations per call (its
   hottest line, counted: `scanbench.probes.lines`): named as such, with iterations x the
@@ -104,6 +112,7 @@ from .evidence import (
     MOST,
     compute_bound,
     host_loop,
+    latency_bound,
     memory_bound,
     not_known,
 )
@@ -680,9 +689,11 @@ RULES = (
     _far_from_limit,
     memory_bound,
     compute_bound,
+    latency_bound,
     host_loop,
 )
-WORK = (Cost.MEMORY, Cost.COMPUTE, Cost.HOST_LOOP)  # what the work itself spends time on
+# what the work itself spends time on
+WORK = (Cost.MEMORY, Cost.COMPUTE, Cost.LATENCY, Cost.HOST_LOOP)
 
 
 def diagnose(facts: Facts) -> tuple[Finding, ...]:

@@ -9,6 +9,10 @@ with its evidence (the module doc of `scanbench.diagnosis` states them):
 - **compute-bound**: an operation count (XLA's cost analysis with every loop's trip
   count, or the scenario's ``work()["flops"]`` for host code) at the measured arithmetic
   rate on the cores the cell used takes `MOST` of the median;
+- **latency-bound**: a backend that runs the scenario's dependent chains one after
+  another (``Backend.chains == "serial"``): the chains' steps at the measured latency of
+  one step (`scanbench.probes.rates`, ``chain_step_s``), over the cores the cell used,
+  take `MOST` of the median;
 - **host loop**: host code's Python loop of `MANY_DISPATCHES` or more iterations per
   call, with iterations x the measured cost of a minimal library call;
 - **not known**: what was measured, what was not, and how to find out.
@@ -283,6 +287,54 @@ def compute_bound(facts: Facts) -> Finding | None:
     return Finding(Cost.COMPUTE, min(share, 1.0), evidence, fix)
 
 
+CHAIN_FIX = (
+    "interleave independent chains: sweep several systems in one inner loop (systems "
+    "innermost: a time-major layout, or vectorised across systems), so that each step's "
+    "latency hides behind the other systems' steps"
+)
+CHAIN_MARGIN = 1.1  # a floor this far above the median: the chains were not serial
+
+
+def chain_floor(facts: Facts) -> Priced | None:
+    """A serial backend's dependent chains (``work()["chains"]``, ``["chain_steps"]``,
+    the steps of all chains) at the run's measured latency of one step, over the cores
+    the cell used (at most one chain per core at a time): no core runs one chain's steps
+    faster. None for a backend that interleaves its chains or did not declare it."""
+    if facts.chains != "serial":
+        return None
+    chains, steps = facts.work.get("chains"), facts.work.get("chain_steps")
+    step = (facts.rates.get("chain_step_s") or {}).get(facts.dtype)
+    if not (chains and steps and step):
+        return None
+    cores = min(max(facts.cores.count if facts.cores else 1.0, 1.0), float(chains))
+    on = facts.cores.text() if facts.cores else "1 core"
+    return Priced(
+        steps * step / cores,
+        f"{chains:,.0f} dependent chains of {steps / chains:,.0f} steps, run one after "
+        f"another (declared) on {on}, at the measured {step * 1e9:.2g} ns a step "
+        f"({facts.dtype} x = c / (b - a x), each step waiting for the last)",
+    )
+
+
+def latency_bound(facts: Facts) -> Finding | None:
+    """Latency-bound: a serial backend's chain floor takes `MOST` of the median (module
+    doc). A floor above `CHAIN_MARGIN` x the median says the chains were not run one
+    after another: no finding (the bundled declarations are tested against it)."""
+    priced = chain_floor(facts)
+    if priced is None or not facts.median_s:
+        return None
+    share = priced.seconds / facts.median_s
+    if share < MOST or share > CHAIN_MARGIN:
+        return None
+    return Finding(
+        Cost.LATENCY,
+        min(share, 1.0),
+        f"{priced.text} take {duration(priced.seconds)}, {percent(share)} of the "
+        f"{duration(facts.median_s)} median",
+        CHAIN_FIX,
+    )
+
+
 def loop_of(facts: Facts) -> tuple[float, str] | None:
     """(iterations per call, where) of host code's hottest Python line, if counted."""
     hottest = list(facts.python.get("hottest") or [])
@@ -364,6 +416,9 @@ def not_known(facts: Facts) -> Finding:
     computed = arithmetic(facts)
     if computed is not None:
         priced.append(computed)
+    chained = chain_floor(facts)
+    if chained is not None:
+        priced.append(chained)
     if priced:
         said.append(f"at the rates measured in this run, {of_median(facts, priced)}")
     absent = missing(facts, computed)

@@ -55,6 +55,19 @@ def parametric(make: Callable[..., Backend], **params: Param) -> Backend:
     return dataclasses.replace(backend, params=dict(params), bind=make)
 
 
+def chained(backend: Backend, how: str) -> Backend:
+    """``backend`` declaring how it runs the scenario's dependent chains (``"serial"`` or
+    ``"interleaved"``: `scanbench.api.Backend.chains`), also when built with other
+    parameters (``--param``).
+
+    Example:
+        >>> solver = chained(host_backend("numba", Strategy.NUMBA, "numba", sweep), "serial")
+    """
+    make = backend.bind
+    bind = None if make is None else (lambda **values: chained(make(**values), how))
+    return dataclasses.replace(backend, chains=how, bind=bind)
+
+
 def returns_ready(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``run`` wrapped so that it returns only once its whole output is ready."""
     if getattr(run, READY_MARK, False):

@@ -29,6 +29,7 @@ class Cost(enum.StrEnum):
     SYNC = "sync-bound"
     UNEXPLAINED = "unexplained host time"
     COMPUTE = "compute-bound"
+    LATENCY = "latency-bound"
     MEMORY = "memory-bound"
     HOST_LOOP = "host loop"
     DISPATCH = "dispatch-bound"
@@ -242,6 +243,7 @@ class Facts:
     host_calls: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     spans: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # counts.spans
     reference: bool = False  # the scenario's roofline kernel: not diagnosed
+    chains: str | None = None  # how the backend runs dependent chains (Backend.chains)
     # the same loop without the waits in the same table, for a loop with waits
     without_waits: Neighbour | None = None
     # the call that writes a trace, from where the reader is, or the trace written
@@ -289,6 +291,7 @@ def facts_of(
         host_calls=dict(record.counts.section("host_calls")),
         spans=dict(record.counts.spans),
         reference=record.strategy == "roofline",
+        chains=record.chains,
         trace_route=trace_route,
     )
 

@@ -24,6 +24,11 @@ seconds are given as a share of the gap, the largest first:
   extra temporaries are then in it, not priced again).
 - **arithmetic**: XLA's operation count (loops included) above the neighbour's, at the
   run's measured arithmetic rate on the cell's cores (both JAX cells).
+- **dependent chains**: a cell that runs the scenario's dependent chains one after
+  another (declared, `scanbench.evidence.chain_floor`: steps x the run's measured latency
+  of one, over its cores) against a neighbour that interleaves them (declared): the
+  floor is time the neighbour's overlapped chains do not spend. Against a serial
+  neighbour on more cores the difference is its cores, priced below, not again here.
 - **host loop**: host code's Python loop iterations per call above the neighbour's: the
   profiled time of the own functions in the loop's file (scaled to the median; the
   opaque library calls they make included) less the neighbour's whole median, or,
@@ -59,8 +64,11 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from .evidence import (
+    CHAIN_FIX,
+    CHAIN_MARGIN,
     HOST_CODE,
     arithmetic,
+    chain_floor,
     fault_cores,
     fault_kind,
     fault_seconds,
@@ -265,6 +273,24 @@ def _arithmetic(mine: Facts, theirs: Facts) -> Difference | None:
     )
 
 
+def _chains(mine: Facts, theirs: Facts) -> Difference | None:
+    """This cell's chain floor against a neighbour that interleaves the same chains: the
+    latency its serial chains spend that the neighbour's overlapped chains do not."""
+    floor = chain_floor(mine)
+    if floor is None or theirs.chains != "interleaved" or not mine.median_s:
+        return None
+    if floor.seconds > mine.median_s * CHAIN_MARGIN:  # the chains were not serial
+        return None
+    return Difference(
+        "dependent chains",
+        floor.seconds,
+        0.0,
+        f"{floor.text}, against chains interleaved (declared): {duration(floor.seconds)} "
+        "per call that interleaving overlaps",
+        CHAIN_FIX,
+    )
+
+
 def _cores(mine: Facts, theirs: Facts, differ: float) -> Difference | None:
     if mine.cores is None or theirs.cores is None or not mine.median_s:
         return None
@@ -350,6 +376,7 @@ def explain(mine: Facts, theirs: Facts, differ: float) -> Gap | None:
                 _fresh_memory(mine, theirs),
                 _bytes_moved(mine, theirs),
                 _arithmetic(mine, theirs),
+                _chains(mine, theirs),
                 host_loop(mine, theirs),
                 between_calls(mine, theirs),
                 _cores(mine, theirs, differ),

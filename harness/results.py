@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .api import Record, StoreError
+from .api import CHAINS, Record, StoreError
 from .credentials import redact
 from .errors import SchemaVersionError
 from .invocation import Invocation, ScenarioFacts
@@ -100,6 +100,7 @@ RECORD_FIELDS: dict[str, tuple[Any, str]] = {
         "a list of strings",
     ),
     "xla_flags_applied": (lambda v: isinstance(v, bool), "true or false"),
+    "chains": (lambda v: v is None or v in CHAINS, f"one of {', '.join(CHAINS)} or null"),
     "devices": (
         lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
         "an int >= 1 or null",

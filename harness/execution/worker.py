@@ -213,6 +213,7 @@ def measure(
         "work": dict(scenario.work(size, target.dtype)),
         "checked": backend.checked,
         "parallel": backend.parallel or backend.strategy == "sharded",
+        "chains": backend.chains,
         "cache": cache,
         "xla_flags": tuple(backend.xla_flags),
         "xla_flags_applied": flags_in_effect(backend.xla_flags, os.environ.get("XLA_FLAGS", "")),

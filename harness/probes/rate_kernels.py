@@ -31,3 +31,14 @@ def over_threads(xs, a, b, rounds):
     """`chain` on each row of ``xs``, one row per thread (``prange``)."""
     for t in numba.prange(xs.shape[0]):
         chain(xs[t], a, b, rounds)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def dependent(a, b, c, steps):
+    """``x = c / (b - a x)`` ``steps`` times, each step waiting for the last (no
+    ``fastmath``: the division stays a division and nothing is reordered): the latency
+    of a Thomas forward sweep's step, which no core can overlap within one chain."""
+    x = a - a  # zero, of the arguments' dtype
+    for _ in range(steps):
+        x = c / (b - a * x)
+    return x

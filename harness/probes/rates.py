@@ -28,6 +28,14 @@ measured in the run, on the same machine, like the unit costs of
   is a floor (``fault_kind``), never an overestimate. (Before, the probe wrote a NumPy array and
   averaged over its mix of huge and base pages, 12.6 us a fault: a JAX cell's base-page
   faults were priced 4-5x too high, and "memory-bound" claimed 200-370% of a median.)
+- **a dependent step** (``chain_step_s``): seconds of one step of ``x = c / (b - a x)``
+  (a multiply, a subtract, a divide), each waiting for the last, per dtype, on one core
+  (Numba, no ``fastmath``): the *latency* of a chain, where the arithmetic rate above is
+  the *throughput* of many independent ones. A Thomas sweep's forward step is this chain
+  (plus a multiply), so a solver that runs its systems one after another cannot take
+  less than steps x this per core (`scanbench.evidence.chain_floor`); one that interleaves
+  systems overlaps their chains and is bound by the throughput instead. On this
+  project's VM 5-6 ns, against 0.02 ns per flop at the FMA rate.
 - **a NumPy call** (``numpy_call_s``): one ``np.add`` of two 1-element arrays into a
   third, from Python: the fixed cost of a call into a library from a Python loop (its
   argument parsing and dispatch, no work).
@@ -67,6 +75,31 @@ def _kernels() -> tuple[Callable[..., Any], Callable[..., Any]]:
     from . import rate_kernels
 
     return rate_kernels.chain, rate_kernels.over_threads
+
+
+CHAIN_STEPS = 2**20  # about 5 ms a call: far above the call's fixed cost
+
+
+def chain_step_s(dtype: str, repeats: int = 5) -> float:
+    """Seconds of one dependent step of ``x = c / (b - a x)`` in ``dtype`` on one core:
+    the best of ``repeats`` calls of `CHAIN_STEPS` steps less the best call of one step
+    (its fixed cost), over the steps."""
+    from . import rate_kernels
+
+    kind = np.dtype(dtype).type
+    a, b, c = kind(0.25), kind(2.0), kind(0.5)  # converges to 0.2583: no denormals
+
+    def best(steps: int) -> float:
+        fastest = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            rate_kernels.dependent(a, b, c, steps)
+            fastest = min(fastest, time.perf_counter() - start)
+        return fastest
+
+    fixed = best(1)  # compiled (or loaded from Numba's cache) by this first call
+    seconds = best(CHAIN_STEPS)
+    return max(seconds - fixed, seconds / 2) / CHAIN_STEPS
 
 
 def _best_rate(run: Callable[[int], None], flops_per_round: float, repeats: int = 5) -> float:
@@ -225,4 +258,16 @@ def measure_rates(platform: str = "cpu", arithmetic: bool = True) -> dict[str, A
     else:
         flops = {dtype: host_flops_per_s(dtype) for dtype in DTYPES}
     kernel = f"{STEPS} dependent fused multiply-adds per element and round"
-    return {**rates, "flops_per_s": flops, "flops_kernel": kernel}
+    rates = {**rates, "flops_per_s": flops, "flops_kernel": kernel}
+    if platform == "gpu":  # a host core's chain says nothing of a GPU thread's
+        return rates
+    return {
+        **rates,
+        "chain_step_s": {dtype: chain_step_s(dtype) for dtype in DTYPES},
+        "chain_kernel": CHAIN_KERNEL,
+    }
+
+
+CHAIN_KERNEL = (
+    "x = c / (b - a x), each step waiting for the last (a multiply, a subtract, a divide)"
+)

@@ -11,6 +11,7 @@ from scanbench import (
     Param,
     Scenario,
     Strategy,
+    chained,
     compiled_backend,
     host_backend,
     jax_backend,
@@ -153,6 +154,18 @@ _BACKENDS = [
         gtsv_solve,
         description="SciPy LAPACK ?gtsv called once per system from Python",
     ),
+]
+
+# How each backend runs the systems' dependent sweeps (`scanbench.api.Backend.chains`):
+# one system after another (a Numba loop over systems; LAPACK ?gtsv once per system, from
+# SciPy or from jaxlib's CPU lowering of tridiagonal_solve, a custom call that loops over
+# the batch), or several systems per step (vectorised across the batch: NumPy, vmap,
+# scan over time-major rows, the time-major Numba blocks). Tested against the measured
+# chain floor (tests/engine/test_chains.py).
+SERIAL_CHAINS = ("numba-serial", "numba-parallel", "library-lax", "library-scipy-gtsv")
+_BACKENDS = [
+    chained(backend, "serial" if backend.name in SERIAL_CHAINS else "interleaved")
+    for backend in _BACKENDS
 ]
 
 SCENARIO = Scenario(

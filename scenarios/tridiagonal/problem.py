@@ -64,6 +64,11 @@ def work(size: Size, dtype: str) -> dict[str, float]:
     a subtract, a multiply), and the backward sweep's ``x = d' - c' x`` (a multiply, a
     subtract): 9, one of them a division (XLA's cost analysis of the scanned backends
     counts the same 9 per unknown).
+
+    The dependent chains: each system's forward sweep is a chain of n steps, each
+    waiting for the last (``c'_i`` needs ``c'_{i-1}`` through a divide), so
+    ``chain_steps`` is one step per unknown over ``chains`` = systems (the backward
+    sweep's chain of multiply-subtracts is not counted: the floor stays a floor).
     """
     elements = size["batch"] * size["n"]
     itemsize = np.dtype(dtype).itemsize
@@ -72,4 +77,6 @@ def work(size: Size, dtype: str) -> dict[str, float]:
         "unknowns": float(elements),
         "bytes": float(5 * elements * itemsize),
         "flops": float(9 * elements),
+        "chains": float(size["batch"]),
+        "chain_steps": float(elements),
     }

@@ -624,3 +624,40 @@ def test_faults_of_huge_pages_are_priced_at_a_huge_pages_price():
     small = {"measured": {"bytes": 80e6}}
     (first, *_) = diagnose(facts(**base, faults_per_call=19_531, memory=small))
     assert "x 1.8 us (a base page's: a floor)" in first.evidence
+
+
+CHAIN_RATES = {**RATES, "chain_step_s": {"float64": 5e-9}}
+CHAIN_WORK = {"chains": 100_000.0, "chain_steps": 10_000_000.0, "flops": 9e7}
+
+
+def test_a_serial_backend_whose_chains_take_most_of_the_time_is_latency_bound():
+    """numba-serial at default: 100,000 Thomas sweeps of 100 steps, one after another, at
+    5 ns a dependent step: 50 ms of a 80 ms median on one core."""
+    base = {"median_s": 0.080, "dtype": "float64", "engine": "numba", "rates": CHAIN_RATES}
+    serial = facts(**base, work=CHAIN_WORK, cores=ONE, chains="serial")
+    (first, *_) = diagnose(serial)
+    assert first.cost == Cost.LATENCY and first.share == pytest.approx(0.625)
+    assert "100,000 dependent chains of 100 steps, run one after another (declared)" in (
+        first.evidence
+    )
+    assert "5 ns a step" in first.evidence and "50 ms, 62% of the 80 ms median" in first.evidence
+    assert first.fix.startswith("interleave independent chains")
+    # over two cores (prange over systems) the floor halves: 31%, not most of the time
+    assert Cost.LATENCY not in costs(diagnose(dataclasses.replace(serial, cores=TWO)))
+    # interleaved, undeclared, or without the measured step: no chain floor is claimed
+    for other in (
+        dataclasses.replace(serial, chains="interleaved"),
+        dataclasses.replace(serial, chains=None),
+        dataclasses.replace(serial, rates=RATES),
+        dataclasses.replace(serial, work={"flops": 9e7}),
+    ):
+        assert Cost.LATENCY not in costs(diagnose(other))
+    # a floor well above the median: the chains were not serial, whatever was declared
+    assert Cost.LATENCY not in costs(diagnose(dataclasses.replace(serial, median_s=0.040)))
+
+
+def test_the_chain_floor_is_said_where_nothing_is_known():
+    base = {"median_s": 0.200, "dtype": "float64", "engine": "numba", "rates": CHAIN_RATES}
+    (first, *_) = diagnose(facts(**base, work=CHAIN_WORK, cores=ONE, chains="serial"))
+    assert first.cost == Cost.UNKNOWN
+    assert "100,000 dependent chains of 100 steps" in first.evidence and "50 ms" in first.evidence

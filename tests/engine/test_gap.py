@@ -342,3 +342,25 @@ def test_a_jax_programs_bytes_beyond_a_host_neighbours_whole_call_are_a_floor():
     assert "beyond the 29.8 ms of the neighbour's whole call (a floor)" in moved.text
     quick = dataclasses.replace(numba, median_s=0.1)  # its median covers the bytes: nothing
     assert "bytes moved" not in _mechanisms(jax_cell, quick)
+
+
+def test_serial_chains_against_interleaved_ones_are_priced_at_the_measured_step():
+    """numba-serial against numba-time-major: 1,000 sweeps of 100 dependent steps at 5 ns
+    each is 0.5 ms that the interleaved neighbour overlaps, 62.5% of a 0.8 ms gap."""
+    rates = {**RATES, "chain_step_s": {"float64": 5e-9}}
+    work = {"chains": 1000.0, "chain_steps": 100_000.0}
+    serial = dataclasses.replace(
+        _facts(1.0e-3), rates=rates, work=work, dtype="float64", chains="serial"
+    )
+    interleaved = dataclasses.replace(_facts(0.2e-3), work=work, chains="interleaved")
+    (chains,) = explain(serial, interleaved, differ=0.5).differences
+    assert chains.mechanism == "dependent chains"
+    assert chains.seconds == pytest.approx(0.5e-3) and chains.share == pytest.approx(0.625)
+    assert "1,000 dependent chains of 100 steps" in chains.text
+    assert "against chains interleaved (declared)" in chains.text
+    assert chains.fix.startswith("interleave independent chains")
+    # a serial neighbour (more cores: that difference is its cores'), or one that
+    # declares nothing: no chain difference
+    for other in ("serial", None):
+        gap = explain(serial, dataclasses.replace(interleaved, chains=other), differ=0.5)
+        assert "dependent chains" not in [d.mechanism for d in gap.differences]

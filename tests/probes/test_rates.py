@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scanbench.probes.rates import (
     FAULT_BYTES,
+    chain_step_s,
     device_flops_per_s,
     fault_cost,
     host_flops_per_s,
@@ -55,17 +56,32 @@ def test_a_huge_page_fault_is_priced_where_the_kernel_grants_huge_pages():
 def test_the_notebook_api_skips_the_arithmetic():
     rates = measure_rates("cpu", arithmetic=False)
     assert "flops_per_s" not in rates and rates["numpy_call_s"] > 0
+    assert "chain_step_s" not in rates
+
+
+def test_a_dependent_step_costs_its_latency_not_the_throughput():
+    """A step of x = c / (b - a x) waits for the last: a divide's latency (nanoseconds on
+    any CPU), many times what one flop costs where independent chains overlap."""
+    step = chain_step_s("float64")
+    flop = 1.0 / host_flops_per_s("float64", threads=1)["one"]
+    assert 0.5e-9 < step < 1e-6
+    assert step > 10 * flop, (step, flop)
+    rates = measure_rates("cpu")
+    assert set(rates["chain_step_s"]) == {"float32", "float64"}
+    assert "waiting for the last" in rates["chain_kernel"]
 
 
 KERNELS_FROM_THE_CACHE = """
 import json, numpy as np
 from scanbench.probes.rates import _kernels
+from scanbench.probes.rate_kernels import dependent
 one, every = _kernels()
 for dtype in ("float32", "float64"):
     kind = np.dtype(dtype).type
     one(np.ones(16, dtype), kind(0.5), kind(0.5), 1)
     every(np.ones((2, 16), dtype), kind(0.5), kind(0.5), 1)
-print(json.dumps([sum(one.stats.cache_misses.values()), sum(every.stats.cache_misses.values())]))
+    dependent(kind(0.25), kind(2.0), kind(0.5), 1)
+print(json.dumps([sum(k.stats.cache_misses.values()) for k in (one, every, dependent)]))
 """
 
 
@@ -77,5 +93,5 @@ def test_the_kernels_are_compiled_once_then_loaded_from_numbas_cache(tmp_path):
     runs = [subprocess.run(command, env=env, capture_output=True, text=True) for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
     first, second = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
-    assert first == [2, 2]  # each kernel compiled for float32 and float64
-    assert second == [0, 0]  # then loaded
+    assert first == [2, 2, 2]  # each kernel compiled for float32 and float64
+    assert second == [0, 0, 0]  # then loaded
