@@ -704,6 +704,7 @@ def _without_waits(frame: pd.DataFrame, ok_median: pd.Series, intervals: _Interv
                 position = frame.index.get_loc(index)
                 found[position] = Neighbour(
                     str(frame.at[other, "backend"]), ratio, low, high,
+                    cores=(_cores(frame, index), _cores(frame, other)),
                     ranged=intervals.ranged(index, other),
                 )  # fmt: skip
                 break

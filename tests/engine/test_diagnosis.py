@@ -566,6 +566,11 @@ def test_waits_are_priced_by_the_same_loop_without_them():
     assert sync.share == pytest.approx(1 - 1 / 1.117)
     assert sync.neighbour is not None and sync.neighbour.name == "sequential-jax"
     assert "cost 10% of the time: the same loop without them, sequential-jax" in sync.evidence
+    assert "cores" not in sync.evidence
+    # the loop without the waits ran on more cores (the host queues beside XLA): said
+    cores = (Cores(1.2, True), Cores(1.7, True))
+    sync = sync_of(without_waits=Neighbour("sequential-jax", 1.117, 1.05, 1.2, cores=cores))
+    assert "1.05-1.20x; on 1.7 cores against this backend's 1.2 cores)" in sync.evidence
     # at smoke the loop with the waits is 1.56x faster: the waits cost nothing measurable
     sync = sync_of(without_waits=Neighbour("sequential-jax", 1 / 1.56, 0.6, 0.66))
     assert sync.share is None and "is 1.56x slower" in sync.evidence
