@@ -35,7 +35,7 @@ from .growth.points import Sweep
 from .sampling import TimingConfig
 from .sources import file_source
 
-REMEASURE = 2  # measurements after the first, at most, while a cell stays disturbed
+REMEASURE = 2  # samplings of a cell after its first, at most, in all (execution.remeasure)
 
 INVOCATION_VERSION = 1
 READABLE_VERSIONS = (0, INVOCATION_VERSION)  # 0: written before the version was stored

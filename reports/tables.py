@@ -96,10 +96,10 @@ def disturbed_notes(ok: pd.DataFrame) -> list[str]:
                 f"{row.backend}: disturbed ({row.disturbed_why}); its numbers may not hold"
             )
         if getattr(row, "set_aside", 0):
-            kept = "also disturbed" if row.disturbed else "undisturbed"
+            kept = "the quietest (also disturbed)" if row.disturbed else "the last (undisturbed)"
             notes.append(
-                f"{row.backend}: measured {row.set_aside + 1} times; the numbers are of the "
-                f"last ({kept}), {row.set_aside} set aside as disturbed ({row.set_aside_why})"
+                f"{row.backend}: measured {row.set_aside + 1} times; the numbers are of "
+                f"{kept}, {row.set_aside} set aside as disturbed ({row.set_aside_why})"
             )
     return notes
 

@@ -196,10 +196,10 @@ def _timing_options(parser: argparse.ArgumentParser) -> None:
         type=number(int, "--remeasure", 0, low_open=False),
         default=REMEASURE,
         metavar="N",
-        help="measure a disturbed cell (a busy machine or a slow spell in its samples: "
-        "either sampled again in its worker first) again, up to N times, keeping the first "
-        f"undisturbed measurement (default "
-        f"{REMEASURE}; 0: never)",
+        help="sample a disturbed cell (a busy machine or a slow spell in its samples) "
+        "again, at most N times in all: once in its worker, then in fresh workers after "
+        "the run's other cells; the first undisturbed measurement is kept, else the "
+        f"quietest (default {REMEASURE}; 0: never)",
     )
     parser.add_argument(
         "--timeout",

@@ -44,7 +44,7 @@ from .interference import Interference, still_busy, with_slow_spell
 from .interrupts import raise_if_interrupted
 from .overlap import Machine, is_stopped, run_worker
 from .processes import Finished, run_worker_process, stderr_tail
-from .remeasure import REMEASURE, remeasured, resampled
+from .remeasure import IN_WORKER, REMEASURE, left_of, needs_another, remeasured, resampled
 
 
 def _worker_command(*args: str, python: str | None = None) -> list[str]:
@@ -365,18 +365,52 @@ def measuring(
     machine: Machine | None = None,
     remeasure: int = REMEASURE,
 ) -> Measure:
-    """How a run measures each of its cells: `measure_cell` with these settings, every
-    cell under the same ``machine`` (`scanbench.execution.overlap`), a disturbed cell
-    measured again up to ``remeasure`` times (`scanbench.execution.remeasure`)."""
+    """How a run measures each of its cells the first time: `measure_cell` with these
+    settings, every cell under the same ``machine`` (`scanbench.execution.overlap`), its
+    worker sampling a disturbed call again `IN_WORKER` times at most, within the cell's
+    budget of ``remeasure`` samplings (`scanbench.execution.remeasure`; `measuring_again`
+    spends the rest after the run's other cells)."""
     machine = machine or Machine()
 
     def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
-        def once() -> Record:
+        resample = min(remeasure, IN_WORKER)
+        return measure_cell(
+            cell, timing, timeout_s, environment, probes, emit, count_parts, machine, resample
+        )
+
+    return measure
+
+
+def to_measure_again(records: Sequence[Record], remeasure: int) -> list[Record]:
+    """The timed records still disturbed with some of their budget of ``remeasure``
+    samplings left (`scanbench.execution.remeasure`)."""
+    return [r for r in records if needs_another(r) and left_of(r, remeasure) > 0]
+
+
+def measuring_again(
+    first: Mapping[tuple, Record],
+    timing: TimingConfig,
+    timeout_s: float,
+    environment: dict[str, Any] | None = None,
+    probes: bool = True,
+    count_parts: bool = False,
+    machine: Machine | None = None,
+    remeasure: int = REMEASURE,
+) -> Measure:
+    """How a run measures again the cells whose first measurement (``first``, by cell
+    key) was disturbed: in fresh workers, with what is left of each cell's budget of
+    ``remeasure`` samplings, the quietest measurement kept
+    (`scanbench.execution.remeasure.remeasured`)."""
+    machine = machine or Machine()
+
+    def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
+        def once(left: int) -> Record:
+            resample = min(left, IN_WORKER)
             return measure_cell(
-                cell, timing, timeout_s, environment, probes, emit, count_parts, machine, remeasure
+                cell, timing, timeout_s, environment, probes, emit, count_parts, machine, resample
             )
 
-        return remeasured(once, remeasure, emit, still_busy)
+        return remeasured(once, remeasure, emit, still_busy, first=first[cell.key])
 
     return measure
 

@@ -1,23 +1,28 @@
-"""A disturbed cell is measured again: the first undisturbed measurement is kept, and
-the ones set aside are stored with it.
+"""A disturbed cell is measured again, within one budget of samplings per cell: the
+first undisturbed measurement is kept, else the quietest, and the ones set aside are
+stored with it.
 
 A cell is *disturbed* when the machine was busy while it ran or its samples had a slow
 spell (`scanbench.execution.interference`). Its median may then describe the disturbance
-rather than the code, so the run measures it again, in a fresh worker as the first time,
-up to ``times`` more times, unless the programs that disturbed it are still running right
-after it (`scanbench.execution.interference.still_busy`: the reason is added to the cell's,
-and it is not measured again), and keeps:
+rather than the code. ``--remeasure N`` allows N samplings per cell after its first, in
+all:
 
-- the first measurement that is not disturbed;
-- else (every measurement disturbed) the last one that succeeded, still marked
-  disturbed: the reports say so and the gate does not decide on it.
+- inside the worker first, samples with a slow spell, or over which the runner's probes
+  found the machine disturbed (`scanbench.execution.overlap`: its answer when the samples
+  end), are set aside and the call sampled again, `IN_WORKER` time at most
+  (`scanbench.execution.worker`): the cheaper remedy, since a fresh worker compiles
+  again, but taken at once, while a spell of load may still last;
+- then, after every other cell of the run has had its first measurement (a spell of
+  load has had time to pass), a cell still disturbed is measured again in a fresh worker
+  as the first time, with what is left of its budget (each fresh worker's first sampling
+  counts one), unless the programs that disturbed it are still running
+  (`scanbench.execution.interference.still_busy`: the reason is added to the cell's, and
+  it is not measured again).
 
-Before that, inside the worker, samples with a slow spell, or over which the runner's
-probes found the machine disturbed (`scanbench.execution.overlap`: its answer when the
-samples end), are set aside and the call sampled again up to ``times`` times
-(`scanbench.execution.worker`): the cheaper remedy, since a fresh worker compiles again.
-`resampled` moves those samples, with the runner's verdict on each, into the record's
-``interference.set_aside`` like the rest.
+Of the measurements, the record kept is the first that is not disturbed, else the quietest
+that succeeded (`quietness`: the fewest samples inside a slow spell, then the least load
+from other programs), still marked disturbed: the reports say so and the gate does not
+decide on it. A cell sampled N + 1 times is what the progress line and the report say.
 
 Nothing measured is dropped: each measurement set aside is stored in the kept record's
 ``interference.set_aside`` (its status and error, what disturbed it, its samples and
@@ -39,8 +44,11 @@ from ..stages import SAMPLING_STAGE
 from .interference import Interference, SetAside
 
 __all__ = [
+    "IN_WORKER",
     "REMEASURE",
+    "left_of",
     "needs_another",
+    "quietness",
     "remeasured",
     "resampled",
     "sampled_again",
@@ -48,6 +56,7 @@ __all__ = [
     "with_window",
 ]
 
+IN_WORKER = 1  # samplings again inside one worker, at most, within the cell's budget
 SET_ASIDE_STAGE = "measured again (disturbed measurements set aside)"
 SAMPLED_AGAIN = "sampled again in the same worker"
 
@@ -159,49 +168,87 @@ def _with_reason(record: Record, reason: str) -> Record:
     return dataclasses.replace(record, interference=interference.to_json())
 
 
+def used(record: Record) -> int:
+    """Samplings of the cell already set aside (in its workers and whole workers)."""
+    return len(_interference(record).set_aside)
+
+
+def left_of(record: Record, times: int) -> int:
+    """What is left of a budget of ``times`` samplings after the first for this cell."""
+    return max(times - used(record), 0)
+
+
+def quietness(record: Record) -> tuple[float, float]:
+    """How disturbed a measurement was, smaller quieter: the share of its samples inside
+    a slow spell, then the mean load of other programs over it."""
+    interference = _interference(record)
+    spell = interference.slow_spell
+    share = spell.length / spell.samples if spell is not None and spell.samples else 0.0
+    return share, interference.others_mean or 0.0
+
+
 def remeasured(
-    measure_once: Callable[[], Record],
+    measure_once: Callable[[int], Record],
     times: int = REMEASURE,
     emit: Callable[[str], None] | None = None,
     still_busy: Callable[[Interference], str | None] | None = None,
+    first: Record | None = None,
 ) -> Record:
-    """``measure_once()``, again while the cell is disturbed, up to ``times`` more times
-    (see the module doc for which measurement is kept); ``emit`` gets a line each time
-    the cell is measured again. Before measuring again, ``still_busy(interference)``
-    (`scanbench.execution.interference.still_busy` in a run) may say why the next
-    measurement would be disturbed the same way: then the cell is not measured again and
-    that reason is added to its own."""
-    attempts = [measure_once()]
-    while needs_another(attempts[-1]) and len(attempts) <= times:
+    """``first`` (else ``measure_once(times)``), measured again in fresh workers while it
+    is disturbed and its budget of ``times`` samplings after the first lasts (see the
+    module doc for the budget and which measurement is kept); ``measure_once(left)``
+    measures once, sampling again in its worker up to ``left`` times. ``emit`` gets a
+    line each time the cell is measured again. Before measuring again,
+    ``still_busy(interference)`` (`scanbench.execution.interference.still_busy` in a
+    run) may say why the next measurement would be disturbed the same way: then the cell
+    is not measured again and that reason is added to its own."""
+    attempts = [first if first is not None else measure_once(times)]
+    left = left_of(attempts[0], times)
+    while needs_another(attempts[-1]) and left > 0:
         busy = still_busy(_interference(attempts[-1])) if still_busy is not None else None
         if busy is not None:
             attempts[-1] = _with_reason(attempts[-1], busy)
             if emit is not None:
                 emit(f"{_label(attempts[-1])}: disturbed ({_reasons(attempts[-1])})")
             break
+        sampled = times - left + 1  # samplings so far, set aside ones included
         if emit is not None:
             emit(
-                f"{_label(attempts[-1])}: disturbed ({_reasons(attempts[-1])}); measuring it again "
-                f"({len(attempts)} of {times})"
+                f"{_label(attempts[-1])}: disturbed ({_reasons(attempts[-1])}); sampled "
+                f"{sampled} time{'s' * (sampled > 1)}, measuring it again in a fresh worker "
+                f"(at most {times + 1} samplings)"
             )
-        attempts.append(measure_once())
+        attempts.append(measure_once(left - 1))
+        left -= 1 + used(attempts[-1])
     if len(attempts) == 1:
         return attempts[0]
-    # a measurement again that failed: the one before it is kept
-    kept = len(attempts) - 1 if attempts[-1].status == "ok" else len(attempts) - 2
-    others = [r for index, r in enumerate(attempts) if index != kept]
-    whole = [set_aside(r) for r in others]  # each worker's whole life: its wall time
-    # in the order measured: each worker's samplings set aside in it, then the worker
-    aside = tuple(
-        entry
-        for r, w in zip(others, whole, strict=True)
-        for entry in (*_interference(r).set_aside, w)
-    )
+    kept = _kept(attempts)
+    # in the order taken: each worker's samplings set aside in it, then the worker (its
+    # whole life: its wall time) unless it is the one kept
+    aside: list[SetAside] = []
+    whole = []
+    for index, attempt in enumerate(attempts):
+        aside.extend(_interference(attempt).set_aside)
+        if index != kept:
+            whole.append(set_aside(attempt))
+            aside.append(whole[-1])
     record = attempts[kept]
+    # the kept worker's own samplings set aside: their time is in its stages already
     interference = Interference.from_json(dict(record.interference))
-    own = interference.set_aside  # set aside inside the kept worker: its time is counted
-    interference = dataclasses.replace(interference, set_aside=(*aside, *own))
+    interference = dataclasses.replace(interference, set_aside=tuple(aside))
     phases = dict(record.extra.get("phases_s") or {})
     phases[SET_ASIDE_STAGE] = phases.get(SET_ASIDE_STAGE, 0.0) + sum(w.wall_s or 0.0 for w in whole)
     extra = {**record.extra, "phases_s": phases}
     return dataclasses.replace(record, interference=interference.to_json(), extra=extra)
+
+
+def _kept(attempts: Sequence[Record]) -> int:
+    """The index of the measurement kept: the first undisturbed one that succeeded, else
+    the quietest that succeeded (the first of equals), else the first."""
+    timed = [i for i, r in enumerate(attempts) if r.status == "ok" and r.samples_s]
+    if not timed:
+        return 0
+    steady = [i for i in timed if not attempts[i].disturbed]
+    if steady:
+        return steady[0]
+    return min(timed, key=lambda i: quietness(attempts[i]))

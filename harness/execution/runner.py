@@ -45,7 +45,14 @@ from ..sources import imported_from, load
 from . import grown
 from .interrupts import Interrupted, signals_raise
 from .journal import Journal, journal_path, read_journal, refuse_if_in_use
-from .launcher import collect_environment, emit, measuring, run_cells
+from .launcher import (
+    collect_environment,
+    emit,
+    measuring,
+    measuring_again,
+    run_cells,
+    to_measure_again,
+)
 from .overlap import Machine, cells_at_once
 from .reference_cache import run_cache
 
@@ -187,8 +194,8 @@ def _measure(
     def save(record: Record) -> None:
         try:
             journal.append(record)
-            records.append(record)
-            progress.saved = len(records)
+            records.append(record)  # a cell measured again: the later record replaces it
+            progress.saved = len({r.key for r in records})
             write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
         except OSError as error:  # a full disk, a quota: the run stops, nothing is lost
             raise _not_saved(out, error, len(records)) from None
@@ -198,7 +205,7 @@ def _measure(
     machine = Machine(slots)
     with journal, signals_raise(), run_cache():  # see scanbench.execution.reference_cache
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
-        measure = measuring(
+        settings = (
             plan.timing,
             plan.timeout_s,
             environment,
@@ -207,8 +214,16 @@ def _measure(
             machine,
             plan.remeasure,
         )
-        measure = grown.measuring(invocation, records, measure)
+        measure = grown.measuring(invocation, records, measuring(*settings))
         run_cells(_missing(plan, records), measure, show_progress, on_record=save, machine=machine)
+        # the disturbed cells again, once every cell has had its first measurement (a
+        # spell of load may have passed), with what is left of each one's budget
+        again = {r.key: r for r in to_measure_again(_ordered(plan.cells, records), plan.remeasure)}
+        if again:
+            emit(f"measuring {len(again)} disturbed cell{'s' * (len(again) > 1)} again")
+            cells = [cell for cell in plan.cells if cell.key in again]
+            measure = measuring_again(again, *settings)
+            run_cells(cells, measure, show_progress, on_record=save, machine=machine)
         journal.remove()  # complete: the results file holds everything
     return _ordered(plan.cells, records)
 

@@ -15,7 +15,8 @@ Samples in which the machine slowed down for a while (a *slow spell*, `scanbench
 or over which the runner's probes found the machine disturbed (the calibration probe's
 drift, other programs' load, CPU steal: its answer when the samples end,
 `scanbench.execution.quiet_link.QuietLink.timed_end`), are set aside and the call sampled
-again in the same process, up to the run's ``--remeasure`` times: the prepared program is
+again in the same process, as many times as the runner allows (once, within the cell's
+``--remeasure`` budget: `scanbench.execution.remeasure`): the prepared program is
 steady, only the machine was not, and a fresh worker would compile it again (most of an
 MPPI cell's time). The runner then tests the kept samples as any other
 (`scanbench.execution.interference`) and stores the set-aside ones with the record.
@@ -196,7 +197,7 @@ def measure(
     `scanbench.notebook` measures a user's functions through it, as the cell worker does,
     with ``configure_x64=False``: a user's process keeps its own ``jax_enable_x64``.
     ``resample``: samples with a slow spell are set aside and taken again in this process
-    up to this many times (a run passes its ``--remeasure``)."""
+    up to this many times (a run passes what its ``--remeasure`` budget allows)."""
     beacon = beacon or Beacon(None)
     started = time.perf_counter() if started is None else started
     base: dict[str, Any] = {

@@ -48,14 +48,22 @@ UNDISTURBED = record(STEADY, with_slow_spell(CLEAN, STEADY, seed=0))
 
 
 def scripted(*records: Record):
-    """A ``measure_once`` that returns ``records`` in turn, and how often it was called."""
+    """A ``measure_once(left)`` that returns ``records`` in turn, and the budget each call
+    was given (how often it was called)."""
     calls = []
 
-    def measure_once() -> Record:
-        calls.append(None)
+    def measure_once(left: int) -> Record:
+        calls.append(left)
         return records[len(calls) - 1]
 
     return measure_once, calls
+
+
+def resampled_in_worker(kept: Record, times: int) -> Record:
+    """``kept`` as its worker returns it after setting ``times`` spelled samplings aside."""
+    aside = tuple(SetAside("ok", None, Interference(), SPELL, 1e-3, 0.04) for _ in range(times))
+    verdict = dataclasses.replace(Interference.from_json(kept.interference), set_aside=aside)
+    return dataclasses.replace(kept, interference=verdict.to_json())
 
 
 def test_a_slow_spell_makes_a_cell_disturbed_with_its_extent():
@@ -70,19 +78,49 @@ def test_a_disturbed_cell_is_measured_again_and_the_first_undisturbed_kept():
     lines = []
     measure_once, calls = scripted(DISTURBED, UNDISTURBED, DISTURBED)
     kept = remeasured(measure_once, 2, lines.append)
-    assert len(calls) == 2 and kept.samples_s == STEADY and not kept.disturbed
+    assert calls == [2, 1] and kept.samples_s == STEADY and not kept.disturbed
     (aside,) = Interference.from_json(kept.interference).set_aside
     assert aside.samples_s == SPELL and aside.median_s == DISTURBED.stats["median"]
     assert aside.interference.slow_spell.first == 10 and aside.wall_s == 0.75
     assert kept.extra["phases_s"][SET_ASIDE_STAGE] == 0.75
     assert lines == [f"s/b/smoke: disturbed ({DISTURBED.interference['reasons'][0]}); "
-                     "measuring it again (1 of 2)"]  # fmt: skip
+                     "sampled 1 time, measuring it again in a fresh worker (at most 3 "
+                     "samplings)"]  # fmt: skip
 
 
-def test_a_cell_disturbed_every_time_keeps_its_last_measurement_marked():
-    measure_once, calls = scripted(DISTURBED, DISTURBED, DISTURBED, UNDISTURBED)
+def test_a_cell_disturbed_every_time_keeps_its_quietest_measurement_marked():
+    calm = STEADY[:30] + tuple(2 * t for t in STEADY[30:35]) + STEADY[35:]  # 5 of 40 slow
+    quieter = record(calm, with_slow_spell(CLEAN, calm, seed=0))
+    measure_once, calls = scripted(DISTURBED, quieter, DISTURBED, UNDISTURBED)
     kept = remeasured(measure_once, 2)
-    assert len(calls) == 3 and kept.disturbed
+    assert calls == [2, 1, 0] and kept.disturbed and kept.samples_s == calm
+    assert [a.samples_s for a in Interference.from_json(kept.interference).set_aside] == [
+        SPELL,
+        SPELL,
+    ]
+
+
+def test_the_budget_counts_every_sampling_in_the_workers_and_the_fresh_ones():
+    """--remeasure 3: the first worker sampled again twice in itself, so one sampling is
+    left: one fresh worker, which may not sample again in itself; 4 samplings in all."""
+    lines = []
+    first = resampled_in_worker(DISTURBED, 2)
+    measure_once, calls = scripted(first, DISTURBED, UNDISTURBED)
+    kept = remeasured(measure_once, 3, lines.append)
+    assert calls == [3, 0] and kept.disturbed
+    assert len(Interference.from_json(kept.interference).set_aside) == 3
+    assert "sampled 3 times, measuring it again in a fresh worker (at most 4" in lines[0]
+    # its budget spent inside its worker: never a fresh worker
+    measure_once, calls = scripted(resampled_in_worker(DISTURBED, 3), UNDISTURBED)
+    assert remeasured(measure_once, 3).samples_s == SPELL and calls == [3]
+
+
+def test_a_first_measurement_taken_earlier_is_measured_again_with_its_budget_left():
+    """The run measures the disturbed cells again after the others: `remeasured` gets the
+    first record and spends what its worker left of the budget."""
+    measure_once, calls = scripted(UNDISTURBED)
+    kept = remeasured(measure_once, 2, first=resampled_in_worker(DISTURBED, 1))
+    assert calls == [0] and not kept.disturbed
     assert len(Interference.from_json(kept.interference).set_aside) == 2
 
 
@@ -255,25 +293,65 @@ def test_a_spell_while_other_programs_still_run_is_not_sampled_again(tmp_path, m
 def test_a_run_measures_a_planted_spell_again_and_reports_it(tmp_path, monkeypatch):
     """Through the real run's cells: workers, the timing loop, the spell test in the runner.
     The ``planted`` backend slows itself 5x for a quarter of its 40 samples every time it
-    is sampled, so the sampling again in its worker and the fresh worker are disturbed
-    too, and the last measurement is kept, marked, the three set aside stored in the
-    order taken. (A parallel test run keeps the machine busy: the checks that would then
-    skip sampling and measuring again are turned off, they are tested on their own.)"""
+    is sampled, so the sampling again in its worker and the fresh worker (started after
+    the run's other cells, with what is left of a budget of 3) are disturbed too, and the
+    quieter worker's measurement is kept, marked, the three set aside stored in the order
+    taken.
+    (A parallel test run keeps the machine busy: the checks that would then skip sampling
+    and measuring again are turned off, they are tested on their own.)"""
     from scanbench.execution import overlap
 
     monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
     monkeypatch.setattr(overlap, "still_busy", lambda interference: None)
-    run, cell, (first, last) = _planted_run(tmp_path, "recurring", remeasure=1)
+    run, cell, (first, last) = _planted_run(tmp_path, "recurring", remeasure=3)
     spell = Interference.from_json(cell.interference).slow_spell
     assert cell.disturbed and spell is not None, cell.samples_s
     assert found_where_planted(spell, cell.samples_s, first, last), (spell, first, last)
-    in_first, first_worker, in_second = Interference.from_json(cell.interference).set_aside
-    for aside in (in_first, first_worker, in_second):
+    # in the order taken: the first worker's sampling set aside in it, then the other
+    # worker's, and the worker not kept (the quieter one is kept: which, load decides)
+    entries = Interference.from_json(cell.interference).set_aside
+    for aside in entries:
         assert aside.interference.slow_spell is not None and len(aside.samples_s) == 40
-    assert "sampled again in the same worker" in in_first.interference.reasons[0]
-    assert "sampled again in the same worker" in in_second.interference.reasons[0]
-    assert not first_worker.interference.set_aside  # listed beside it, not inside
-    assert cell.extra["phases_s"][SET_ASIDE_STAGE] > first_worker.wall_s > sum(in_first.samples_s)
+    again = ["sampled again in the same worker" in a.interference.reasons[0] for a in entries]
+    assert again in ([True, True, False], [True, False, True]), entries
+    (worker,) = [a for a, inside in zip(entries, again, strict=True) if not inside]
+    assert not worker.interference.set_aside  # listed beside it, not inside
+    assert cell.extra["phases_s"][SET_ASIDE_STAGE] > worker.wall_s > sum(worker.samples_s)
+    share = Interference.from_json(cell.interference).slow_spell.length / 40
+    assert share <= worker.interference.slow_spell.length / 40  # the quieter of the two
     text = markdown.render(build([run]))
     assert "(disturbed)" in text and f"slow spell: samples {spell.first + 1}-" in text
-    assert "**planted**: measured 4 times; the numbers are of the last (also disturbed)" in text
+    assert "**planted**: measured 4 times; the numbers are of the quietest (also disturbed)" in (
+        text
+    )
+
+
+def test_a_disturbed_cell_is_measured_again_after_the_runs_other_cells(
+    tmp_path, monkeypatch, capsys
+):
+    """Through the real run: ``planted`` (a slow spell every time it is sampled) is
+    measured again only once ``steady`` has had its first measurement, within its budget:
+    with --remeasure 2, its worker samples again once and one fresh worker (which may not
+    sample again in itself) is started; 3 samplings in all, as the progress line says."""
+    from scanbench.execution import overlap
+
+    monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
+    monkeypatch.setattr(overlap, "still_busy", lambda interference: None)
+    size = planted.SCENARIO.size("recurring")
+    selection = Selection((file_source(SPELLS),), ("planted", "steady"), ("recurring",), seed=1)
+    invocation = runner.plan(
+        selection, timing=planted.timing(size["samples"]), timeout_s=120, probes=False,
+        remeasure=2, overlap=False,
+    )  # fmt: skip
+    out = tmp_path / "spells.json"
+    runner.execute(invocation, out, {"platform": "cpu"}, show_progress=False)
+    lines = capsys.readouterr().err.splitlines()
+    first_steady = next(i for i, line in enumerate(lines) if "/steady/" in line)
+    again = next(i for i, line in enumerate(lines) if line.startswith("measuring 1 disturbed"))
+    assert first_steady < again, lines
+    assert "sampled 2 times, measuring it again in a fresh worker (at most 3 samplings)" in (
+        "\n".join(lines[again:])
+    )
+    cell = next(r for r in load_run(out).records if r.backend == "planted")
+    assert len(Interference.from_json(cell.interference).set_aside) == 2
+    assert [r.backend for r in load_run(out).records] == ["planted", "steady"]
