@@ -4,7 +4,9 @@ pytest-benchmark times the callable it is given; here that callable is
 `scanbench.timing.call_and_wait`, so every round waits for the whole output (a JAX backend
 is timed to the moment its result is ready, not to the return of its dispatch). The
 output is checked strictly (`scanbench.checks`) before and after timing, then one call is
-counted and the per-call counts go to ``extra_info``.
+counted and the per-call counts go to ``extra_info``, with the prepare and the first
+call's seconds and their split by JAX's stages (``compile_stages``: trace, lower, XLA
+compile, the rest), compiled cold (JAX's in-memory caches cleared first).
 
 Example (in a test module)::
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 import warnings
 from typing import Any
 
@@ -25,6 +28,7 @@ import pytest
 from .api import MismatchError, Scenario
 from .checks import InputSnapshot, check_again, check_of, checked_error, stateful_or
 from .environment import device_info
+from .probes.compilations import compile_events, stages_of
 from .probes.passes import counts_per_call
 from .timing import call_and_wait
 from .xla_options import flags_in_effect
@@ -53,10 +57,19 @@ def benchmark_backend(
     inputs = scenario.make_inputs(size, seed, dtype)
     expected = scenario.reference(inputs)
     snapshot = InputSnapshot.of(inputs)
-    prepared = backend.prepare(inputs, size)
-    if backend.setup is not None:
-        backend.setup(prepared)
-    first = call_and_wait(backend.run, prepared)
+    jax.clear_caches()  # compiled cold, as in a run's fresh worker (pytest-jax-bench too)
+    with compile_events() as events:
+        start = time.monotonic()
+        prepared = backend.prepare(inputs, size)
+        prepared_at = time.monotonic()
+        if backend.setup is not None:
+            backend.setup(prepared)
+        first = call_and_wait(backend.run, prepared)
+        done = time.monotonic()
+    stages = {
+        "prepare": stages_of([e for e in events if e[3] <= prepared_at], prepared_at - start),
+        "first_call": stages_of([e for e in events if e[3] > prepared_at], done - prepared_at),
+    }
     snapshot.verify(inputs, "during prepare or the first call")
     check = check_of(scenario, backend, prepared)
     if backend.checked:
@@ -91,6 +104,9 @@ def benchmark_backend(
         "size": size.name,
         "dtype": dtype,
         "work": dict(scenario.work(size, dtype)),
+        "prepare_s": prepared_at - start,
+        "first_call_s": done - prepared_at,
+        "compile_stages": {phase: found.to_json() for phase, found in stages.items()},
         "counts_per_call": counts.per_call(),
         "kernels_by_op": counts.breakdowns()["kernels_by_op"],
         "probe_errors": dict(counts.errors),

@@ -6,6 +6,10 @@ Derived columns (all from stored values; nothing is re-measured):
                                     the host's cores by default: "sharded (2 devices)"), the
                                     registered name, and the --param values (JSON)
     median_s, iqr_s, compile_s      steady-state median and IQR, prepare (compile) time
+    compile_trace_s,                the prepare and first call's time by JAX's stages
+    compile_lower_s,                (`scanbench.probes.compilations.CompileStages`):
+    compile_xla_s, compile_rest_s   tracing, lowering, XLA's compile, and the rest
+                                    (placement, host work); None where not recorded
     work_amount                     work[throughput unit] per call (e.g. systems)
     throughput                      work[throughput unit] / median (e.g. systems/s)
     gbps                            work["bytes"] / median / 1e9, when the work has bytes
@@ -297,6 +301,7 @@ def records_frame(runs: Sequence[Run]) -> pd.DataFrame:
                     "xla_flags": " ".join(record.xla_flags),
                     "xla_flags_applied": record.xla_flags_applied,
                     "first_call_s": record.first_call_s,
+                    **_compile_stages(record),
                     "max_error": record.max_error,
                     "samples_s": tuple(value * scale for value in record.samples_s),
                     "spell": _spell(record.interference.get("slow_spell")),
@@ -663,6 +668,26 @@ def _faster_neighbours(
             position = frame.index.get_loc(index)
             found[position] = tuple(chosen[:NEIGHBOURS])
     return found
+
+
+STAGE_COLUMNS = {
+    "compile_trace_s": "trace_s",
+    "compile_lower_s": "lower_s",
+    "compile_xla_s": "compile_s",
+    "compile_rest_s": "rest_s",
+}
+
+
+def _compile_stages(record: Any) -> dict[str, float | None]:
+    """The time to a first result (prepare and the first call together) by JAX's
+    stages, as the worker recorded them (``extra.compile_stages``), or None each."""
+    phases = (record.extra or {}).get("compile_stages") or {}
+    if not phases:
+        return dict.fromkeys(STAGE_COLUMNS)
+    return {
+        column: sum(float((phase or {}).get(key) or 0.0) for phase in phases.values())
+        for column, key in STAGE_COLUMNS.items()
+    }
 
 
 def _declared_cores(record: Any, cpu_count: int | None) -> float:

@@ -23,6 +23,7 @@ from .scaling import scaling_tables
 from .tables import (
     COLUMN_HELP,
     at_a_glance,
+    compile_notes,
     counts_table,
     disturbed_notes,
     environment_lines,
@@ -109,6 +110,7 @@ def _table(title: str, group: pd.DataFrame) -> Table:
             + warmup_notes(ok)
             + flag_notes(ok)
             + shard_notes(ok)
+            + compile_notes(ok)
         ),
         counts=counts_table(ok) if counted else None,
         linear_notes=tuple(linear_notes(ok) + unreliable_notes(ok)) if counted else (),

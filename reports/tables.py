@@ -104,6 +104,26 @@ def disturbed_notes(ok: pd.DataFrame) -> list[str]:
     return notes
 
 
+def compile_notes(ok: pd.DataFrame) -> list[str]:
+    """One line giving each JAX row's time to a first result (prepare and the first
+    call) by JAX's stages, where the worker recorded them: what a compile time is made of."""
+    if "compile_xla_s" not in ok or "engine" not in ok:
+        return []
+    rows = ok[(ok["engine"] == "jax") & ok["compile_xla_s"].notna()]
+    if rows.empty:
+        return []
+    parts = [
+        f"{row.backend} {format_seconds(row.compile_trace_s)} / "
+        f"{format_seconds(row.compile_lower_s)} / {format_seconds(row.compile_xla_s)} / "
+        f"{format_seconds(row.compile_rest_s)}"
+        for row in rows.itertuples()
+    ]
+    return [
+        "time to a first result by stage (trace / lower / XLA compile / the rest: placing "
+        "the inputs, host work), prepare and first call together: " + "; ".join(parts)
+    ]
+
+
 def _precision(row) -> str:
     """Samples and the half-width of the 95% interval of the median: "42 (±0.9%)";
     "n=1: no interval" without one (`frame.without_interval`)."""

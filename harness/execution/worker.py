@@ -55,6 +55,7 @@ from ..checks import InputSnapshot, check_again, check_of, checked_error, statef
 from ..compile_cache import measured_cold, unmeasured
 from ..environment import collect, device_info
 from ..probes.caches import evictor
+from ..probes.compilations import compile_events, stages_of
 from ..probes.memory import tree_nbytes
 from ..probes.overheads import measure_all
 from ..probes.passes import count_cell, counts_per_call
@@ -288,6 +289,7 @@ def measure(
             **({"output": dict(measured.described)} if measured.described else {}),
             # prepare_s and first_call_s are then no compile times (a counts-only cell)
             **({"compile_cache": True} if measured.compiled_from_cache else {}),
+            **({"compile_stages": measured.compile_stages} if measured.compile_stages else {}),
         },
         **base,
     )
@@ -308,6 +310,8 @@ class _Measured:
     factor: float = 1.0  # full work / measured work
     input_bytes: int | None = None  # of the scenario's inputs at ``size``
     compiled_from_cache: bool = False  # a counts-only cell's compiles, from the cache
+    # prepare's and the first call's time by JAX's stages (probes.compilations.CompileStages)
+    compile_stages: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _check_and_time(
@@ -336,7 +340,8 @@ def _check_and_time(
     # may come from the persistent cache (scanbench.compile_cache); a timed cell's never
     cached = unmeasured() if counts_only else contextlib.nullcontext(False)
     beacon.stage(COMPILE_STAGE, f"preparing (compiling){part}")
-    with cached as from_cache:
+    jax.clear_caches()  # cold in this process too (the notebook API, a second part)
+    with cached as from_cache, compile_events() as events:
         start = time.monotonic()  # the clock of the runner's pauses (execution.overlap)
         prepared = backend.prepare(inputs, size)
         prepared_at = time.monotonic()
@@ -344,6 +349,11 @@ def _check_and_time(
         setup = None if backend.setup is None else functools.partial(backend.setup, prepared)
         beacon.stage(FIRST_CALL_STAGE, f"the first call{part}")
         output, first_call_s = first_call(backend.run, prepared, setup, beacon.paused_between)
+    paused = beacon.paused_between
+    stages = {  # JAX's trace, lowering and compile events of each phase, by when they ended
+        "prepare": stages_of([e for e in events if e[3] <= prepared_at], prepare_s, paused),
+        "first_call": stages_of([e for e in events if e[3] > prepared_at], first_call_s, paused),
+    }
     beacon.stage(CHECK_STAGE, f"checking the first call{part}")
     snapshot.verify(inputs, "during prepare or the first call")
     check = check_of(scenario, backend, prepared)
@@ -423,6 +433,7 @@ def _check_and_time(
         sampling,
         input_bytes=tree_nbytes(inputs),
         compiled_from_cache=from_cache,
+        compile_stages={phase: found.to_json() for phase, found in stages.items()},
     )
 
 

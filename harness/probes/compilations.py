@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,7 +38,8 @@ EVENTS = {
 }
 
 _lock = threading.Lock()
-_active: list[list[tuple[str, float, str]]] = []  # collectors of the calls being counted
+# collectors of the calls being counted: (kind, seconds, function, monotonic time it ended)
+_active: list[list[tuple[str, float, str, float]]] = []
 _registered = False
 MISS = re.compile(r"CACHE MISS at (?P<where>\S+) \((?P<caller>[^)]*)\):\s*(?P<reason>.*)", re.S)
 
@@ -47,9 +49,10 @@ def _listener(event: str, duration_secs: float, **kwargs: Any) -> None:
     if kind is None:
         return
     function = str(kwargs.get("fun_name") or "?")
+    ended = time.monotonic()
     with _lock:
         for collector in _active:
-            collector.append((kind, float(duration_secs), function))
+            collector.append((kind, float(duration_secs), function, ended))
 
 
 class _Misses(logging.Handler):
@@ -115,12 +118,12 @@ class Compilations:
 
     @classmethod
     def from_events(
-        cls, events: list[tuple[str, float, str]], misses: list[tuple[str, str, str]] = ()
+        cls, events: list[tuple[str, float, str, float]], misses: list[tuple[str, str, str]] = ()
     ) -> Compilations:
         count = {kind: 0 for kind in ("trace", "lower", "compile")}
         seconds = {kind: 0.0 for kind in count}
         by_function: dict[str, dict[str, int]] = {}
-        for kind, duration, function in events:
+        for kind, duration, function, _ in events:
             count[kind] += 1
             seconds[kind] += duration
             name = function.removeprefix("jit(").removesuffix(")")  # trace and compile agree
@@ -147,16 +150,68 @@ class Compilations:
         )
 
 
-def count_compilations(call: Callable[[], Any]) -> Compilations:
-    """Traces and compilations (with their durations) while ``call()`` runs."""
+@contextlib.contextmanager
+def _collecting() -> Iterator[list[tuple[str, float, str, float]]]:
+    """The trace, lowering and compile events while the block runs, as they end."""
     _register()
-    collector: list[tuple[str, float, str]] = []
+    collector: list[tuple[str, float, str, float]] = []
     with _lock:
         _active.append(collector)
     try:
-        with _explained() as explained:
-            call()
+        yield collector
     finally:
         with _lock:
             _active.remove(collector)
+
+
+def count_compilations(call: Callable[[], Any]) -> Compilations:
+    """Traces and compilations (with their durations) while ``call()`` runs."""
+    with _collecting() as collector, _explained() as explained:
+        call()
     return Compilations.from_events(collector, explained.found)
+
+
+STAGES = ("trace", "lower", "compile")
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileStages:
+    """Where the time to a first result went, by JAX's own stages: tracing the function
+    to a jaxpr, lowering it to StableHLO, XLA's compile, and the rest (placing the
+    inputs, host work, Numba's compile, what JAX reports no event for), per phase
+    (``prepare``, ``first_call``); the seconds the runner paused the worker are left
+    out of each (`scanbench.execution.overlap`)."""
+
+    trace_s: float = 0.0
+    lower_s: float = 0.0
+    compile_s: float = 0.0
+    rest_s: float = 0.0
+    compiles: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def stages_of(
+    events: list[tuple[str, float, str, float]],
+    total_s: float,
+    paused: Callable[[float, float], float] = lambda start, end: 0.0,
+) -> CompileStages:
+    """The stages of a phase that took ``total_s`` (its pauses left out), from the events
+    that ended in it; each event's time less the pauses inside it (``paused(start, end)``
+    on the monotonic clock); the rest is what no event accounts for (at least 0)."""
+    seconds = dict.fromkeys(STAGES, 0.0)
+    compiles = 0
+    for kind, duration, _, ended in events:
+        seconds[kind] += max(duration - paused(ended - duration, ended), 0.0)
+        compiles += kind == "compile"
+    rest = max(total_s - sum(seconds.values()), 0.0)
+    return CompileStages(seconds["trace"], seconds["lower"], seconds["compile"], rest, compiles)
+
+
+@contextlib.contextmanager
+def compile_events() -> Iterator[list[tuple[str, float, str, float]]]:
+    """The trace, lowering and compile events while the block runs (`stages_of` splits
+    them by phase), without asking JAX to explain cache misses."""
+    with _collecting() as collector:
+        yield collector

@@ -80,6 +80,13 @@ def test_recompiling_every_call_is_named():
     decomposition = {"compile_fraction": 0.95, "dispatch_fraction": 0.02}
     findings = diagnose(facts(per_call=per_call, decomposition=decomposition))
     assert costs(findings)[0] == Cost.RECOMPILE and "80 compilations" in findings[0].evidence
+    assert "by stage" not in findings[0].evidence  # no durations stored: none said
+    # the counted call's events by JAX's stages, where the probe stored their durations
+    stages = {"trace_s": 0.012, "lower_s": 0.004, "compile_s": 0.080}
+    (first, *_) = diagnose(
+        facts(per_call=per_call, decomposition=decomposition, compilations=stages)
+    )
+    assert "(by stage: trace 12 ms, lower 4 ms, XLA compile 80 ms per call)" in first.evidence
 
 
 def test_the_dominant_cost_is_the_largest_share_and_the_others_follow():

@@ -198,6 +198,26 @@ def test_the_pytest_fixture_puts_counts_in_extra_info(tmp_path):
     (bench,) = json.loads(out.read_text())["benchmarks"]
     assert bench["extra_info"]["counts_per_call"]["dispatches"] == 1
     assert bench["extra_info"]["backend"] == "scan"
+    # compiled cold (the caches cleared), its time to a first result by JAX's stages
+    info = bench["extra_info"]
+    stages = info["compile_stages"]
+    assert stages["prepare"]["compile_s"] > 0 and stages["prepare"]["compiles"] >= 1
+    assert stages["prepare"]["trace_s"] > 0 and stages["prepare"]["lower_s"] > 0
+    spent = sum(stages["prepare"][k] for k in ("trace_s", "lower_s", "compile_s", "rest_s"))
+    assert spent == pytest.approx(info["prepare_s"], rel=1e-6)
+
+
+def test_compare_gives_the_time_to_a_first_result_by_jaxs_stages():
+    """A jitted function already compiled in the user's session is compiled cold again:
+    its XLA compile, tracing and lowering are timed apart, within its compile time."""
+    xs = jnp.ones((64, 32), jnp.float32)
+    scan = jax.jit(lambda v: jax.lax.scan(lambda c, x: (c * 0.5 + x, None), v[0], v)[0])
+    scan(xs).block_until_ready()  # warm in this process: compare() must not see it warm
+    table = compare({"scan": scan}, xs, strategies={"scan": "scanned"}, timing=QUICK)
+    row = table.loc["scan"]
+    assert row["compile_xla_s"] > 0 and row["compile_trace_s"] > 0 and row["compile_lower_s"] > 0
+    stages = row["compile_trace_s"] + row["compile_lower_s"] + row["compile_xla_s"]
+    assert stages <= row["compile_s"] + row["first_call_s"] + 1e-6
 
 
 def test_a_row_without_an_interval_is_noted_whatever_its_samples():
