@@ -33,6 +33,12 @@ from .probes.passes import counts_per_call
 from .timing import call_and_wait
 from .xla_options import flags_in_effect
 
+NOT_TIMED = (
+    "pytest-benchmark is disabled (--benchmark-disable, or pytest-xdist: timing beside "
+    "other workers is not timing): the counts are exact, the times and the compile stages "
+    "are not measurements; run the benchmarks with -p no:xdist (or -n 0)"
+)
+
 
 def benchmark_backend(
     benchmark: Any,
@@ -41,11 +47,15 @@ def benchmark_backend(
     size_name: str = "smoke",
     dtype: str | None = None,
     seed: int = 0,
+    cold: bool = True,
 ) -> dict[str, Any]:
-    """Check, time (with pytest-benchmark's ``benchmark`` fixture) and count one backend.
+    """Check, time (with pytest-benchmark's ``benchmark`` fixture) and count one backend;
+    ``cold``: JAX's in-memory caches cleared before its prepare.
 
     Returns the ``extra_info`` it stored. Skips the test (``pytest.skip``) when the
-    backend does not run at ``size_name``.
+    backend does not run at ``size_name``. Where pytest-benchmark is disabled (its
+    ``--benchmark-disable``, or pytest-xdist: timing beside other workers is not timing)
+    the backend is still checked and counted, and ``not_timed`` says why.
     """
     dtype = dtype or scenario.dtypes[0]
     if dtype == "float64":  # process-wide; float32 cells stay float32 with it on
@@ -57,7 +67,8 @@ def benchmark_backend(
     inputs = scenario.make_inputs(size, seed, dtype)
     expected = scenario.reference(inputs)
     snapshot = InputSnapshot.of(inputs)
-    jax.clear_caches()  # compiled cold, as in a run's fresh worker (pytest-jax-bench too)
+    if cold:
+        jax.clear_caches()  # compiled cold, as in a run's fresh worker (pytest-jax-bench too)
     with compile_events() as events:
         start = time.monotonic()
         prepared = backend.prepare(inputs, size)
@@ -107,6 +118,7 @@ def benchmark_backend(
         "prepare_s": prepared_at - start,
         "first_call_s": done - prepared_at,
         "compile_stages": {phase: found.to_json() for phase, found in stages.items()},
+        "compiled_cold": cold,
         "counts_per_call": counts.per_call(),
         "kernels_by_op": counts.breakdowns()["kernels_by_op"],
         "probe_errors": dict(counts.errors),
@@ -114,6 +126,8 @@ def benchmark_backend(
         # a test process starts JAX once, without the flags a backend declares for its worker
         "xla_flags_applied": flags_in_effect(backend.xla_flags, os.environ.get("XLA_FLAGS", "")),
     }
+    if getattr(benchmark, "disabled", False):
+        info["not_timed"] = NOT_TIMED
     if not info["xla_flags_applied"]:
         warnings.warn(
             f"{scenario.name}/{backend.name} declares the XLA flags {' '.join(backend.xla_flags)}, "

@@ -37,6 +37,31 @@ class Measured:
     diagnosis: tuple[Any, ...]  # scanbench.diagnosis.Finding, from the counts of one call
 
 
+WARM_OPTION = "--scanbench-warm"
+MARKER = "scanbench"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The fixture's options, shown by ``pytest --help`` under "scanbench"."""
+    group = parser.getgroup("scanbench", "scanbench: counts, compile stages and time of JAX code")
+    group.addoption(
+        WARM_OPTION,
+        action="store_true",
+        default=False,
+        help="keep JAX's in-memory caches before each measured function (default: cleared, "
+        "so its prepare and first call are compiled cold and split by stage)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(name=None, strategy=None): defaults for the scanbench fixture's calls in "
+        "this test (the function's name in the results, its strategy: library, scanned, "
+        "vmapped, sequential, ...)",
+    )
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-benchmark's hook: absent without it
 def pytest_benchmark_update_machine_info(config, machine_info):
     """Add what decides a JAX benchmark's speed to pytest-benchmark's machine info."""
@@ -59,7 +84,11 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 def scanbench(request: pytest.FixtureRequest) -> Callable[..., Measured]:
     """``scanbench(function, *args, name=None, strategy="library", setup=None,
     check=True) -> Measured``; ``setup()`` runs untimed before every call (a function
-    that keeps state), ``check=False`` times it without comparing its output.
+    that keeps state), ``check=False`` times it without comparing its output. A
+    ``@pytest.mark.scanbench(name=..., strategy=...)`` on the test gives the defaults;
+    ``--scanbench-warm`` keeps JAX's caches (the compile is then not cold). Under
+    pytest-xdist, pytest-benchmark times nothing: the counts are exact all the same, and
+    ``extra_info["not_timed"]`` says why the rest is not a measurement.
 
     It needs pytest-benchmark (``pip install 'scanbench[pytest]'``): without it a test
     that asks for it errors with that line, and every other test runs as before."""
@@ -74,19 +103,24 @@ def scanbench(request: pytest.FixtureRequest) -> Callable[..., Measured]:
     from .pytest_bench import benchmark_backend
     from .trace_route import TraceRoute
 
+    marker = request.node.get_closest_marker(MARKER)
+    defaults = dict(marker.kwargs) if marker is not None else {}
+    cold = not request.config.getoption(WARM_OPTION)
+
     def measure(
         function: Callable[..., Any],
         *args: Any,
         name: str | None = None,
-        strategy="library",
+        strategy: str | None = None,
         setup: Callable[[], Any] | None = None,
         check: bool = True,
     ) -> Measured:
-        key = name or getattr(function, "__name__", "function")
+        key = name or defaults.get("name") or getattr(function, "__name__", "function")
+        strategy = strategy or defaults.get("strategy") or "library"
         scenario = scenario_of(
             {key: function}, args, key, {key: strategy}, setup=setup, check=check
         )
-        info = benchmark_backend(benchmark, scenario, key, "default", dtype=_dtype())
+        info = benchmark_backend(benchmark, scenario, key, "default", dtype=_dtype(), cold=cold)
         counts = info["counts_per_call"]
         route = TraceRoute.python(key)  # a test's function: no scenario for the command
         findings = diagnose(Facts(None, counts, info.get("kernels_by_op", {}), trace_route=route))

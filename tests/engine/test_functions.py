@@ -207,6 +207,49 @@ def test_the_pytest_fixture_puts_counts_in_extra_info(tmp_path):
     assert spent == pytest.approx(info["prepare_s"], rel=1e-6)
 
 
+MARKED = """
+import jax, jax.numpy as jnp, pytest
+
+@jax.jit
+def scan(xs):
+    return jax.lax.scan(lambda c, x: (c + x, None), jnp.zeros(4), xs)[0]
+
+@pytest.mark.scanbench(name="summed", strategy="scanned")
+def test_marked(scanbench):
+    result = scanbench(scan, jnp.ones((10, 4)))
+    info = result.extra_info
+    assert info["backend"] == "summed" and info["strategy"] == "scanned", info
+    assert info["compiled_cold"] is COLD
+    assert ("not_timed" in info) is UNDER_XDIST and result.counts["dispatches"] == 1
+"""
+
+
+def _pytest(tmp_path, test, *options):
+    command = [sys.executable, "-m", "pytest", str(test), "-q", "-p", "no:cacheprovider"]
+    return subprocess.run(
+        [*command, *options], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env=outer_pytest_free(),
+    )  # fmt: skip
+
+
+def test_the_fixture_takes_a_marker_an_option_and_counts_under_xdist(tmp_path):
+    """``pytest --help`` shows the option and ``--markers`` the marker; the marker gives
+    the defaults; ``--scanbench-warm`` keeps the caches; under pytest-xdist nothing is
+    timed (pytest-benchmark disables itself), the counts are exact and it says so."""
+    helped = _pytest(tmp_path, tmp_path, "--help")
+    assert "--scanbench-warm" in helped.stdout, helped.stdout[-2000:]
+    markers = _pytest(tmp_path, tmp_path, "--markers")
+    assert "@pytest.mark.scanbench(name=None, strategy=None)" in markers.stdout
+    warm = tmp_path / "test_warm.py"
+    warm.write_text(MARKED.replace("COLD", "False").replace("UNDER_XDIST", "False"))
+    done = _pytest(tmp_path, warm, "--scanbench-warm", "--benchmark-max-time", "0.05")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    spread = tmp_path / "test_spread.py"
+    spread.write_text(MARKED.replace("COLD", "True").replace("UNDER_XDIST", "True"))
+    done = _pytest(tmp_path, spread, "-n", "2")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
 def test_compare_gives_the_time_to_a_first_result_by_jaxs_stages():
     """A jitted function already compiled in the user's session is compiled cold again:
     its XLA compile, tracing and lowering are timed apart, within its compile time."""
