@@ -12,6 +12,10 @@ run is skipped with the reason. Plain files only (entries are read without follo
 link or waiting on a FIFO): the directory can live on a branch or travel between CI jobs
 as an artefact, and two jobs adding to copies of it merge by copying files.
 
+A pytest-benchmark JSON file (``pytest --benchmark-json``, best written with the
+``scanbench`` fixture) is added the same way, one cell per test
+(`scanbench.history.pytest_json`).
+
 A run measured on a tree with uncommitted changes is not history (its commit is not what
 ran); a results file that cannot be read, or a file in the directory that is not an entry,
 is named with the reason and skipped, never fatal to the rest.
@@ -36,6 +40,7 @@ from ..results import Run, load_run
 from ..safe_files import not_regular, write_json_new
 from ..stored_json import parse_json
 from .entry import SHA, CellPoint, Commit, Entry, Machine, Setup
+from .pytest_json import entry_of_pytest, is_pytest_benchmark
 
 DEFAULT_DIRECTORY = "results/history"
 NUMBERED = re.compile(r"\.\d+$")  # XLA's instruction numbers: ``fusion.97`` is a ``fusion``
@@ -226,7 +231,12 @@ def _entries_of_file(path: str, machine: str | None, branch: str | None) -> list
         why = None  # `load_run` says why it cannot be read
     if why:
         raise StoreError(why)
-    entries = [entry_of(run, Path(path).name, machine, branch) for run in by_kind(load_run(path))]
+    pytest_data = _pytest_benchmark(path)
+    if pytest_data is not None:  # a pytest user's --benchmark-json (history.pytest_json)
+        entries = [entry_of_pytest(pytest_data, Path(path).name, machine, branch)]
+    else:
+        runs = by_kind(load_run(path))
+        entries = [entry_of(run, Path(path).name, machine, branch) for run in runs]
     for entry in entries:
         try:
             Entry.from_json(json.loads(json.dumps(entry.to_json(), allow_nan=False)))
@@ -235,6 +245,17 @@ def _entries_of_file(path: str, machine: str | None, branch: str | None) -> list
         except StoreError as error:
             raise StoreError(f"its entry would not read back: {error}") from None
     return entries
+
+
+def _pytest_benchmark(path: str) -> dict[str, Any] | None:
+    """The parsed file when it is pytest-benchmark JSON, else None (`load_run` then reads
+    it, and says why when it is neither)."""
+    try:
+        with open(path, "rb") as handle:  # a regular file: checked by the caller
+            data = parse_json(handle.read(), path)  # depth and size bounded
+    except (OSError, StoreError):
+        return None
+    return data if is_pytest_benchmark(data) else None
 
 
 def add(

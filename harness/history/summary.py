@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .changes import MIN_POINTS, CountChange, SeriesChanges, TimeChange
 from .entry import CellPoint, Commit
+from .pytest_json import SOURCE as PYTEST_SOURCE
 from .series import Line, Timeline, commit_url
 
 MARKDOWN_ROWS = 200  # a job summary is cut at 1 MiB: the rest of the rows are counted
@@ -104,6 +105,12 @@ def where(row: Row, root: Path | None = None) -> str:
     finds it, run from ``root``)."""
     if row.adjacent:
         return ""
+    if row.source == PYTEST_SOURCE:  # measured by a test: no scenario for `bisect`
+        return (
+            f"first seen here; the previous measured commit is {row.previous.short}: run "
+            f"the test with --benchmark-json at the commits between them, or `git bisect "
+            f"run` it asserting the count"
+        )
     scenario, backend, size = row.cell.split("/")[:3]
     cell = f"{scenario_argument(scenario, row.source, root)}/{backend.split('[')[0]}/{size}"
     point = row.point
