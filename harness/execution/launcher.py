@@ -356,6 +356,9 @@ def decomposed(record: Record, environment: Mapping[str, Any]) -> Record:
 Measure = Callable[[Cell, Callable[[str], None]], Record]  # (cell, heartbeat sink) -> record
 
 
+CellMeasure = Callable[[Cell, Callable[[str], None], int], Record]  # (cell, emit, resample)
+
+
 def measuring(
     timing: TimingConfig,
     timeout_s: float,
@@ -363,22 +366,26 @@ def measuring(
     probes: bool = True,
     count_parts: bool = False,
     machine: Machine | None = None,
-    remeasure: int = REMEASURE,
-) -> Measure:
-    """How a run measures each of its cells the first time: `measure_cell` with these
-    settings, every cell under the same ``machine`` (`scanbench.execution.overlap`), its
-    worker sampling a disturbed call again `IN_WORKER` times at most, within the cell's
-    budget of ``remeasure`` samplings (`scanbench.execution.remeasure`; `measuring_again`
-    spends the rest after the run's other cells)."""
+) -> CellMeasure:
+    """How a run measures a cell once: `measure_cell` with these settings, every cell
+    under the same ``machine`` (`scanbench.execution.overlap`), its worker sampling a
+    disturbed call again up to the ``resample`` it is given. `first_pass` and
+    `measuring_again` give it what each cell's budget allows."""
     machine = machine or Machine()
 
-    def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
-        resample = min(remeasure, IN_WORKER)
+    def measure(cell: Cell, emit: Callable[[str], None], resample: int) -> Record:
         return measure_cell(
             cell, timing, timeout_s, environment, probes, emit, count_parts, machine, resample
         )
 
     return measure
+
+
+def first_pass(once: CellMeasure, remeasure: int = REMEASURE) -> Measure:
+    """Each cell's first measurement: sampled again in its worker `IN_WORKER` times at
+    most, within its budget of ``remeasure`` samplings (`scanbench.execution.remeasure`;
+    `measuring_again` spends the rest after the run's other cells)."""
+    return lambda cell, emit: once(cell, emit, min(remeasure, IN_WORKER))
 
 
 def to_measure_again(records: Sequence[Record], remeasure: int) -> list[Record]:
@@ -388,29 +395,18 @@ def to_measure_again(records: Sequence[Record], remeasure: int) -> list[Record]:
 
 
 def measuring_again(
-    first: Mapping[tuple, Record],
-    timing: TimingConfig,
-    timeout_s: float,
-    environment: dict[str, Any] | None = None,
-    probes: bool = True,
-    count_parts: bool = False,
-    machine: Machine | None = None,
-    remeasure: int = REMEASURE,
+    first: Mapping[tuple, Record], once: CellMeasure, remeasure: int = REMEASURE
 ) -> Measure:
     """How a run measures again the cells whose first measurement (``first``, by cell
     key) was disturbed: in fresh workers, with what is left of each cell's budget of
     ``remeasure`` samplings, the quietest measurement kept
     (`scanbench.execution.remeasure.remeasured`)."""
-    machine = machine or Machine()
 
     def measure(cell: Cell, emit: Callable[[str], None]) -> Record:
-        def once(left: int) -> Record:
-            resample = min(left, IN_WORKER)
-            return measure_cell(
-                cell, timing, timeout_s, environment, probes, emit, count_parts, machine, resample
-            )
+        def again(left: int) -> Record:
+            return once(cell, emit, min(left, IN_WORKER))
 
-        return remeasured(once, remeasure, emit, still_busy, first=first[cell.key])
+        return remeasured(again, remeasure, emit, still_busy, first=first[cell.key])
 
     return measure
 

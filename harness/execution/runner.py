@@ -48,6 +48,7 @@ from .journal import Journal, journal_path, read_journal, refuse_if_in_use
 from .launcher import (
     collect_environment,
     emit,
+    first_pass,
     measuring,
     measuring_again,
     run_cells,
@@ -205,16 +206,10 @@ def _measure(
     machine = Machine(slots)
     with journal, signals_raise(), run_cache():  # see scanbench.execution.reference_cache
         write_run(out, Run(environment, invocation, _ordered(plan.cells, records)))
-        settings = (
-            plan.timing,
-            plan.timeout_s,
-            environment,
-            plan.probes,
-            plan.count_parts,
-            machine,
-            plan.remeasure,
+        once = measuring(
+            plan.timing, plan.timeout_s, environment, plan.probes, plan.count_parts, machine
         )
-        measure = grown.measuring(invocation, records, measuring(*settings))
+        measure = grown.measuring(invocation, records, first_pass(once, plan.remeasure))
         run_cells(_missing(plan, records), measure, show_progress, on_record=save, machine=machine)
         # the disturbed cells again, once every cell has had its first measurement (a
         # spell of load may have passed), with what is left of each one's budget
@@ -222,7 +217,7 @@ def _measure(
         if again:
             emit(f"measuring {len(again)} disturbed cell{'s' * (len(again) > 1)} again")
             cells = [cell for cell in plan.cells if cell.key in again]
-            measure = measuring_again(again, *settings)
+            measure = measuring_again(again, once, plan.remeasure)
             run_cells(cells, measure, show_progress, on_record=save, machine=machine)
         journal.remove()  # complete: the results file holds everything
     return _ordered(plan.cells, records)
