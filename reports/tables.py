@@ -119,8 +119,8 @@ def compile_notes(ok: pd.DataFrame) -> list[str]:
         for row in rows.itertuples()
     ]
     return [
-        "time to a first result by stage (trace / lower / XLA compile / the rest: placing "
-        "the inputs, host work), prepare and first call together: " + "; ".join(parts)
+        "compile by stage: trace / lower / XLA compile / the rest (placing the inputs, host "
+        "work), of the prepare and the first call together, for " + "; ".join(parts)
     ]
 
 
