@@ -337,6 +337,8 @@ def test_a_disturbed_cell_is_measured_again_after_the_runs_other_cells(
 
     monkeypatch.setattr(launcher, "still_busy", lambda interference: None)
     monkeypatch.setattr(overlap, "still_busy", lambda interference: None)
+    for threshold in ("PROBE_DRIFT", "OTHERS", "STEAL_FRACTION"):  # a parallel test run's
+        monkeypatch.setattr(interference, threshold, math.inf)  # load: tested on its own
     size = planted.SCENARIO.size("recurring")
     selection = Selection((file_source(SPELLS),), ("planted", "steady"), ("recurring",), seed=1)
     invocation = runner.plan(
@@ -347,8 +349,9 @@ def test_a_disturbed_cell_is_measured_again_after_the_runs_other_cells(
     runner.execute(invocation, out, {"platform": "cpu"}, show_progress=False)
     lines = capsys.readouterr().err.splitlines()
     first_steady = next(i for i, line in enumerate(lines) if "/steady/" in line)
-    again = next(i for i, line in enumerate(lines) if line.startswith("measuring 1 disturbed"))
-    assert first_steady < again, lines
+    # steady too may have had a slow spell on a busy machine: then 2 cells are measured again
+    again = next(i for i, line in enumerate(lines) if line.startswith("measuring "))
+    assert first_steady < again and "disturbed cell" in lines[again], lines
     assert "sampled 2 times, measuring it again in a fresh worker (at most 3 samplings)" in (
         "\n".join(lines[again:])
     )
